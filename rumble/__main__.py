@@ -1,0 +1,3 @@
+from rumble.cli import cli
+
+cli()

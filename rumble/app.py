@@ -1,0 +1,38 @@
+"""The Flask application factory (the gunicorn target is ``rumble.app:create_app()``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask
+
+from rumble import settings as settings_module
+from rumble import store
+from rumble.protocol.games import load_rumbles
+from rumble.store.rumbles import sync_rumbles
+
+
+def create_app(config: dict[str, Any] | None = None) -> Flask:
+    """Build the app: settings, the database (migrated, rumbles synced) and the blueprints."""
+    app = Flask(__name__.rsplit(".", 1)[0], template_folder="web/templates", static_folder="web/static")
+    values = settings_module.load(config)
+    app.config["RUMBLE"] = values
+    rumbles = load_rumbles(values["RUMBLES_FILE"])
+    app.extensions["rumble.rumbles"] = rumbles
+    prepare_database(values, rumbles)
+
+    from rumble.web import client, pages
+
+    app.register_blueprint(client.bp)
+    app.register_blueprint(pages.bp)
+    return app
+
+
+def prepare_database(values: dict[str, Any], rumbles: dict) -> None:
+    """Create or migrate the database and record the configured rumbles in it."""
+    db = store.connect(values["DB"], values["SYNCHRONOUS"])
+    try:
+        with store.write(db):
+            sync_rumbles(db, rumbles)
+    finally:
+        db.close()

@@ -1,0 +1,200 @@
+"""The ``rumble`` command: serve, demo, rebuild, import, export, migrate."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+from tqdm import tqdm
+
+from rumble import settings as settings_module
+from rumble import store
+
+
+def _settings(db: str | None) -> dict:
+    return settings_module.load({"DB": db} if db else None)
+
+
+def _open(values: dict) -> store.Store:
+    from rumble.app import prepare_database
+    from rumble.protocol.games import load_rumbles
+
+    prepare_database(values, load_rumbles(values["RUMBLES_FILE"]))
+    return store.connect(values["DB"], values["SYNCHRONOUS"])
+
+
+db_option = click.option(
+    "--db", type=click.Path(dir_okay=False), default=None, help="SQLite database file (default: $RUMBLE_DB or ~/.local/share/rumble/rumble.db)."
+)
+
+
+@click.group()
+@click.version_option(package_name="rumble")
+def cli() -> None:
+    """rumble: a RoboRumble-style competition server."""
+
+
+@cli.command()
+@db_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
+@click.option("--workers", default=4, show_default=True, type=click.IntRange(1, 64), help="gunicorn worker processes.")
+@click.option("--demo", is_flag=True, help="Load demo data first if the database has no battles.")
+def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> None:
+    """Run the server (gunicorn) on an SQLite database."""
+    from gunicorn.app.base import BaseApplication
+
+    from rumble.app import create_app
+
+    values = _settings(db)
+    os.environ["RUMBLE_DB"] = values["DB"]  # the workers build their app from the same settings
+    conn = _open(values)
+    from rumble.store.battles import count_battles
+
+    empty = count_battles(conn) == 0
+    conn.close()
+    click.echo(f"rumble: database {values['DB']}")
+    if empty and demo:
+        _load_demo(values)
+    elif empty:
+        click.echo("rumble: the database has no battles yet; `rumble serve --demo` (or `rumble demo`) loads demo data.")
+    click.echo(f"rumble: serving http://{host}:{port}/ with {workers} workers (Ctrl-C stops)")
+
+    class Server(BaseApplication):
+        def load_config(self) -> None:
+            self.cfg.set("bind", f"{host}:{port}")
+            self.cfg.set("workers", workers)
+            self.cfg.set("accesslog", None)
+            self.cfg.set("timeout", 60)
+
+        def load(self):
+            return create_app()
+
+    Server().run()
+
+
+def _load_demo(values: dict, count: int = 600) -> None:
+    from rumble.demo import load_demo
+    from rumble.protocol.games import load_rumbles
+
+    rumble = load_rumbles(values["RUMBLES_FILE"]).get("roborumble")
+    if rumble is None:
+        raise click.ClickException("the demo needs a rumble called roborumble in the rumbles file")
+    conn = _open(values)
+    try:
+        with tqdm(total=count, desc="demo battles", unit="battle", disable=None) as bar:
+            stored = load_demo(conn, rumble.name, rumble.rounds, rumble.field, count, bar.update)
+    finally:
+        conn.close()
+    click.echo(f"rumble: loaded {stored} demo battles into {rumble.name}")
+
+
+@cli.command()
+@db_option
+@click.option("--battles", default=600, show_default=True, type=click.IntRange(1, 100_000), help="How many demo battles.")
+def demo(db: str | None, battles: int) -> None:
+    """Load demo data: a roborumble of 20 invented robots."""
+    _load_demo(_settings(db), battles)
+
+
+@cli.command()
+@db_option
+def migrate(db: str | None) -> None:
+    """Create the database or apply pending migrations, and list them."""
+    from rumble.store.migrations import applied
+
+    conn = _open(_settings(db))
+    for name in applied(conn):
+        click.echo(name)
+    conn.close()
+
+
+@cli.command()
+@db_option
+@click.option("--game", default=None, help="Rebuild only this rumble (default: all).")
+def rebuild(db: str | None, game: str | None) -> None:
+    """Recompute pairings and summaries from the battle log."""
+    from rumble.ingest import rebuild_rumble
+    from rumble.protocol.games import load_rumbles
+    from rumble.store.battles import count_battles
+    from rumble.store.rumbles import rumble_id
+
+    values = _settings(db)
+    rumbles = load_rumbles(values["RUMBLES_FILE"])
+    if game is not None and game not in rumbles:
+        raise click.BadParameter(f"no rumble called {game!r}; known: {', '.join(rumbles)}", param_hint="--game")
+    conn = _open(values)
+    try:
+        for name in [game] if game else list(rumbles):
+            total = count_battles(conn, rumble_id(conn, name))
+            if not total and not game:
+                continue
+            with tqdm(total=total, desc=f"rebuild {name}", unit="battle", disable=None) as bar:
+                with store.write(conn):
+                    replayed = rebuild_rumble(conn, name, rumbles[name].rounds, values["PRIORITY_MIN_BATTLES"], bar.update)
+            click.echo(f"{name}: replayed {replayed} battles")
+    finally:
+        conn.close()
+
+
+@cli.command(name="import")
+@db_option
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def import_(db: str | None, file: Path) -> None:
+    """Load a battle log (CSV or JSONL with the log's columns) through the upload path.
+
+    The whole file is checked first; if any row is bad, nothing is imported. Rows already in the
+    log (the same game, uploader, time, bots and figures) are skipped.
+    """
+    from rumble.importer import ImportError_, read_battles, store_battles
+    from rumble.protocol.games import load_rumbles
+
+    values = _settings(db)
+    rumbles = load_rumbles(values["RUMBLES_FILE"])
+    try:
+        battles = read_battles(file, rumbles)
+    except ImportError_ as error:
+        raise click.ClickException(str(error)) from None
+    conn = _open(values)
+    try:
+        with tqdm(total=len(battles), desc="import", unit="battle", disable=None) as bar:
+            stored = store_battles(conn, battles, rumbles, values["PRIORITY_MIN_BATTLES"], bar.update)
+    finally:
+        conn.close()
+    click.echo(f"imported {stored} battles from {file} ({len(battles) - stored} already in the log)")
+
+
+@cli.command()
+@db_option
+@click.option("--game", default=None, help="Only this rumble's battles.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@click.argument("file", type=click.File("w", encoding="utf-8"), default="-")
+def export(db: str | None, game: str | None, fmt: str, file) -> None:
+    """Write the battle log (CSV or JSONL, the columns `rumble import` reads)."""
+    from rumble.store.battles import LOG_COLUMNS, log_rows
+    from rumble.store.rumbles import rumble_id
+
+    conn = _open(_settings(db))
+    try:
+        rid = None
+        if game is not None:
+            rid = rumble_id(conn, game)
+            if rid is None:
+                raise click.BadParameter(f"no rumble called {game!r}", param_hint="--game")
+        if fmt == "csv":
+            writer = csv.DictWriter(file, fieldnames=LOG_COLUMNS, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(log_rows(conn, rid))
+        else:
+            for row in log_rows(conn, rid):
+                file.write(json.dumps(row, ensure_ascii=False) + "\n")
+    finally:
+        conn.close()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(cli())

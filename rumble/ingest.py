@@ -1,0 +1,189 @@
+"""Applying battles: the one path from the log to the derived tables.
+
+``apply_battle`` is used by the upload endpoint and by ``rumble import``; ``rebuild_rumble``
+replays the log through the same pure functions (``scores.score_battle``, ``scores.contribution``)
+so that a rebuild equals the online tables bit for bit. Callers hold the write transaction
+(``store.write``), so a battle's log row, pairings and summaries are applied together or not at all.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
+
+from rumble import priority
+from rumble.battle import Battle
+from rumble.rankings import scores
+from rumble.rankings.scores import Pairing, Totals
+from rumble.store import Store, bots, format_time, pairings, utc_now
+from rumble.store import battles as battle_log
+from rumble.store import priority as queue
+from rumble.store.rumbles import rumble_id as find_rumble_id
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What became of one battle: stored (or a repeat of a stored one) and the bots' battle counts."""
+
+    stored: bool
+    battle_id: int | None
+    counts: tuple[int, int]
+
+
+def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Applied:
+    """Log ``battle`` and update its pairings and the two bots' summaries (caller holds the transaction)."""
+    rumble_id = find_rumble_id(db, battle.game)
+    if rumble_id is None:
+        raise LookupError(f"rumble {battle.game!r} is not in the database")
+    when = battle.received_at
+    a = bots.bot_id(db, battle.first.name, when)
+    b = bots.bot_id(db, battle.second.name, when)
+    battle_id = battle_log.append_battle(db, rumble_id, a, b, battle)
+    if battle_id is None:
+        return Applied(False, None, (_battles(db, rumble_id, a), _battles(db, rumble_id, b)))
+    for bot in (a, b):
+        activate(db, rumble_id, bot, when)
+    if battle.state != "ok":
+        return Applied(True, battle_id, (_battles(db, rumble_id, a), _battles(db, rumble_id, b)))
+    old_a, old_b = pairings.pairing_pair(db, rumble_id, a, b)
+    new_a, new_b = scores.score_battle(
+        old_a, old_b, (battle.first.score, battle.second.score), (battle.first.firsts, battle.second.firsts), rounds, when
+    )
+    pairings.put_pairing(db, rumble_id, a, b, new_a, _priority(new_a, min_battles) if a < b else None)
+    pairings.put_pairing(db, rumble_id, b, a, new_b, _priority(new_b, min_battles) if b < a else None)
+    counts = []
+    for bot, old, new in ((a, old_a, new_a), (b, old_b, new_b)):
+        # The opponent is active (just activated), so this pairing counts in the bot's totals.
+        total, last = pairings.totals(db, rumble_id, bot) or (Totals(), "")
+        total = total - scores.contribution(old) + scores.contribution(new)
+        pairings.put_totals(db, rumble_id, bot, total, scores.summary(total), max(last, when))
+        counts.append(total.battles)
+    return Applied(True, battle_id, (counts[0], counts[1]))
+
+
+def with_receipt(battle: Battle, remote_addr: str | None) -> Battle:
+    """The battle stamped with the server's receive time and the uploader's address."""
+    return replace(battle, received_at=utc_now(), remote_addr=remote_addr)
+
+
+def _priority(pairing: Pairing, min_battles: int) -> float:
+    return priority.pairing_priority(pairing, min_battles)
+
+
+def _battles(db: Store, rumble_id: int, bot: int) -> int:
+    found = pairings.totals(db, rumble_id, bot)
+    return found[0].battles if found else 0
+
+
+def activate(db: Store, rumble_id: int, bot: int, now: str) -> bool:
+    """Make ``bot`` an active participant (new, or revived); return True if it was not active."""
+    state = bots.participant_state(db, rumble_id, bot)
+    if state is None:
+        bots.add_participant(db, rumble_id, bot, now)
+        return True
+    if state:
+        return False
+    bots.set_active(db, rumble_id, bot, True, now)
+    _shift_opponents(db, rumble_id, bot, +1)
+    return True
+
+
+def retire(db: Store, rumble_id: int, bot: int, now: str) -> bool:
+    """Retire ``bot``: its pairings stop counting for every opponent. False if it was not active."""
+    if not bots.participant_state(db, rumble_id, bot):
+        return False
+    bots.set_active(db, rumble_id, bot, False, now)
+    _shift_opponents(db, rumble_id, bot, -1)
+    return True
+
+
+def _shift_opponents(db: Store, rumble_id: int, bot: int, sign: int) -> None:
+    """Add (+1) or remove (-1) each opponent's pairing with ``bot`` from that opponent's totals."""
+    for opponent, pairing in pairings.opponents_of(db, rumble_id, bot):
+        total, last = pairings.totals(db, rumble_id, opponent) or (Totals(), "")
+        part = scores.contribution(pairing)
+        total = total + part if sign > 0 else total - part
+        pairings.put_totals(db, rumble_id, opponent, total, scores.summary(total), last)
+
+
+def rebuild_rumble(db: Store, game: str, rounds: int, min_battles: int, progress: Callable[[int], None] | None = None) -> int:
+    """Recompute a rumble's pairings and summaries from its log (caller holds the transaction).
+
+    Returns the number of battles replayed; ``progress(n)`` is called as battles are replayed.
+    """
+    rumble_id = find_rumble_id(db, game)
+    if rumble_id is None:
+        raise LookupError(f"rumble {game!r} is not in the database")
+    state: dict[tuple[int, int], Pairing] = {}
+    replayed = 0
+    for logged in battle_log.iter_scored_battles(db, rumble_id):
+        a, b = logged.first_id, logged.second_id
+        state[a, b], state[b, a] = scores.score_battle(
+            state.get((a, b)), state.get((b, a)), (logged.first_score, logged.second_score),
+            (logged.first_firsts, logged.second_firsts), rounds, logged.received_at,
+        )  # fmt: skip
+        replayed += 1
+        if progress and replayed % 10_000 == 0:
+            progress(10_000)
+    if progress:
+        progress(replayed % 10_000)
+    pairings.clear_rumble(db, rumble_id)
+    pairings.put_pairings(
+        db,
+        (
+            (rumble_id, a, b, p.battles, p.aps, p.aps_m2, p.survival, p.last_battle,
+             _priority(p, min_battles) if a < b else None)
+            for (a, b), p in sorted(state.items())
+        ),
+    )  # fmt: skip
+    active = pairings.active_ids(db, rumble_id)
+    per_bot: dict[int, list[Pairing]] = {}
+    last: dict[int, str] = {}
+    for (a, b), p in state.items():
+        last[a] = max(last.get(a, ""), p.last_battle)
+        if b in active:
+            per_bot.setdefault(a, []).append(p)
+    for bot in sorted(last):
+        total = scores.totals_of(per_bot.get(bot, ()))
+        pairings.put_totals(db, rumble_id, bot, total, scores.summary(total), last[bot])
+    return replayed
+
+
+def next_priority_battle(db: Store, game: str, batch: int, min_battles: int, hold_minutes: float, rng: random.Random) -> tuple[str, str] | None:
+    """Hand out the rumble's next priority battle, choosing a new batch when the queue is empty."""
+    rumble_id = find_rumble_id(db, game)
+    now_dt = datetime.now(timezone.utc)
+    now = format_time(now_dt)
+    found = queue.pop_waiting(db, rumble_id, now)
+    if found is not None:
+        return found
+    queue.forget_handed_out(db, rumble_id, format_time(now_dt - timedelta(minutes=hold_minutes)))
+    pairs = _choose_batch(db, rumble_id, batch, min_battles, rng)
+    if not pairs:
+        return None
+    queue.enqueue(db, rumble_id, pairs, now)
+    return queue.pop_waiting(db, rumble_id, now)
+
+
+def _choose_batch(db: Store, rumble_id: int, batch: int, min_battles: int, rng: random.Random) -> list[tuple[int, int, str]]:
+    chosen: list[tuple[int, int, str]] = []
+    taken = queue.queued_pairs(db, rumble_id)
+    lacking = queue.bots_missing_pairings(db, rumble_id)
+    tries = 0
+    while lacking and len(chosen) < batch and tries < 3 * batch:
+        tries += 1
+        bot = priority.pick_weighted([b for b, _ in lacking], [m for _, m in lacking], rng)
+        unmet = [o for o in queue.unmet_opponents(db, rumble_id, bot) if (bot, o) not in taken and (o, bot) not in taken]
+        if not unmet:
+            lacking = [(b, m) for b, m in lacking if b != bot]
+            continue
+        opponent = rng.choice(unmet)
+        pair = (min(bot, opponent), max(bot, opponent))
+        taken.add(pair)
+        chosen.append((*pair, "missing"))
+    if len(chosen) < batch:
+        candidates = [c for c in queue.top_pairings(db, rumble_id, 8 * batch) if (c[0], c[1]) not in taken]
+        chosen += priority.choose_pairs(candidates, batch - len(chosen), rng)
+    return chosen

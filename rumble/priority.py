@@ -1,0 +1,62 @@
+"""Which battles the server asks clients to fight next (the ``[a_v,b_v]`` answer lines).
+
+Order of preference, after LiteRumble's 2026 scheme (peers.md section 1):
+
+1. missing pairings: a bot that has not met every active participant, drawn at random weighted by
+   how many it lacks, against one it has not met;
+2. pairings with fewer than ``min_battles`` battles, fewest first (their CI is undefined or
+   meaningless);
+3. the pairings where one more battle shrinks the APS uncertainty most: the variance reduction
+   Var/(n·(n+1)) of the pairing mean, times 10 when its 95 % interval straddles 50 (so near-ties
+   get resolved), drawn at random from those scoring at least half the best.
+
+A pairing's score depends on that pairing alone, so it is computed when the pairing changes and
+kept in an index; choosing is then a short index scan. Pure code: the store does the reading.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from rumble.rankings.scores import Pairing, pairing_ci, pairing_variance
+
+FEW_BATTLES = 1_000_000.0  # tier 2 scores sit above any variance reduction (at most 2500·10/6)
+STRADDLE_BOOST = 10.0  # LiteRumble's weight for a pairing whose interval contains 50
+BAND = 0.5  # draw among pairings scoring at least this fraction of the best
+
+
+def pairing_priority(pairing: Pairing, min_battles: int) -> float:
+    """How much one more battle of this pairing is worth (higher first)."""
+    n = pairing.battles
+    if n < max(min_battles, 2):
+        return FEW_BATTLES - n
+    gain = pairing_variance(pairing) / (n * (n + 1))
+    ci = pairing_ci(pairing)
+    if ci is not None and abs(pairing.aps - 50.0) < ci:
+        gain *= STRADDLE_BOOST
+    return gain
+
+
+def pick_weighted(items: Sequence[int], weights: Sequence[float], rng: random.Random) -> int:
+    """One item drawn with probability proportional to its weight."""
+    return rng.choices(items, weights=weights, k=1)[0]
+
+
+def choose_pairs(candidates: Sequence[tuple[int, int, float]], k: int, rng: random.Random) -> list[tuple[int, int, str]]:
+    """Up to ``k`` pairs (a, b, reason) from candidates (a, b, priority), best first.
+
+    Few-battle pairings go strictly by battle count (ties in random order); the rest are drawn
+    at random from the band scoring at least ``BAND`` times the best.
+    """
+    few = [c for c in candidates if c[2] > FEW_BATTLES - 1_000]
+    rest = [c for c in candidates if c[2] <= FEW_BATTLES - 1_000]
+    rng.shuffle(few)
+    few.sort(key=lambda c: -c[2])
+    chosen = [(a, b, "few battles") for a, b, _ in few[:k]]
+    if len(chosen) < k and rest:
+        best = max(c[2] for c in rest)
+        band = [c for c in rest if c[2] >= BAND * best]
+        picked = rng.sample(band, min(k - len(chosen), len(band)))
+        chosen += [(a, b, "uncertain") for a, b, _ in picked]
+    return chosen

@@ -1,0 +1,9 @@
+"""The real RoboRumble client's wire format: bytes and strings in, dataclasses or text out.
+
+Pure code: no Flask, no database. ``../shared/protocol.md`` (observed from Robocode 1.9.3.9)
+is the specification.
+"""
+
+
+class ProtocolError(ValueError):
+    """A request the server refuses for good; ``str(error)`` is the reason shown to the client."""

@@ -1,0 +1,82 @@
+"""Rumbles and their settings, read from a TOML file (``rumble/rumbles.toml`` by default)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_RUMBLES_FILE = Path(__file__).resolve().parent.parent / "rumbles.toml"
+DIVISIONS = ("general", "mini", "micro", "nano")
+# Codesize limits of the client's divisions (protocol.md section 7.2): strictly below these.
+CODESIZE_LIMITS = {"general": None, "mini": 1500, "micro": 750, "nano": 250}
+
+
+@dataclass(frozen=True)
+class RumbleSettings:
+    name: str
+    rounds: int
+    field: str
+    melee: bool
+    teams: bool
+    division: str = "general"
+    family: str = ""
+
+    @property
+    def kind(self) -> str:
+        """"melee", "team" or "1v1"."""
+        return "melee" if self.melee else "team" if self.teams else "1v1"
+
+
+class ConfigError(ValueError):
+    """The rumbles file is not usable; the message says which entry and why."""
+
+
+def _field(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: field must be a string like '800x600'")
+    width, sep, height = value.partition("x")
+    if not (sep and width.isdigit() and height.isdigit() and int(width) > 0 and int(height) > 0):
+        raise ConfigError(f"{where}: field must look like '800x600', not {value!r}")
+    return value
+
+
+def parse_rumbles(text: str, source: str = "rumbles file") -> dict[str, RumbleSettings]:
+    """Parse the TOML text of a rumbles file into settings keyed by game name."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{source}: {error}") from None
+    rumbles = {}
+    for name, entry in data.items():
+        where = f"{source} [{name}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: expected a table")
+        unknown = set(entry) - {"rounds", "field", "melee", "teams", "division", "family"}
+        if unknown:
+            raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
+        rounds = entry.get("rounds")
+        if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+            raise ConfigError(f"{where}: rounds must be a positive integer")
+        melee, teams = entry.get("melee", False), entry.get("teams", False)
+        if not isinstance(melee, bool) or not isinstance(teams, bool):
+            raise ConfigError(f"{where}: melee and teams must be true or false")
+        division = entry.get("division", "general")
+        if division not in DIVISIONS:
+            raise ConfigError(f"{where}: division must be one of {', '.join(DIVISIONS)}")
+        rumbles[name] = RumbleSettings(
+            name=name,
+            rounds=rounds,
+            field=_field(entry.get("field"), where),
+            melee=melee,
+            teams=teams,
+            division=division,
+            family=str(entry.get("family", name)),
+        )
+    return rumbles
+
+
+def load_rumbles(path: str | Path | None = None) -> dict[str, RumbleSettings]:
+    """Read the rumbles file at ``path`` (the shipped stock rumbles when None)."""
+    path = Path(path) if path else DEFAULT_RUMBLES_FILE
+    return parse_rumbles(path.read_text(encoding="utf-8"), source=str(path))

@@ -1,0 +1,1 @@
+"""Scores and rankings: pure functions over plain numbers. No Flask, no SQL."""

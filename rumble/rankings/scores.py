@@ -1,0 +1,185 @@
+"""The rumble's core scores: battle percentages, pairing averages and a bot's summary.
+
+Definitions (the score-explanation page says the same in words):
+
+- battle score % = 100·s1/(s1+s2), or 50 when both scores are 0 (LiteRumble, RRServer);
+- battle survival % = 100·firsts/rounds, rounds being the rumble's rounds (LiteRumble). In 1v1 the
+  two sides add up to 100 unless a round had no winner; in melee they need not;
+- pairing APS and pairing survival: the true running means of those per-battle values (RRServer's
+  exact mean, not LiteRumble's 5000-battle cap), with Welford's running variance of the score %;
+- a bot's APS, Survival: means over its *live* pairings (the opponent is an active participant);
+- PL = wins − losses and PWIN = 100·(wins + ½·draws)/pairings, where a pairing is won when its APS
+  is above 50, lost below 50 and drawn at exactly 50 (LiteRumble counts 50 as a loss and RRServer
+  ignores it; a draw is neither, as in Copeland's rule);
+- APS confidence interval: LiteRumble's 2026 definition, 1.96·sqrt(Σ Var_p/(n_p−1) / (live·k)) over
+  the k live pairings with at least 2 battles, Var_p the population variance of pairing p.
+
+A bot's summary is kept as sums over its live pairings so that an upload changes it in O(1). The
+sums are exact: every float is an integer multiple of 2^-1074, so each pairing value is added as
+that integer, and the mean is one correctly rounded division of the exact sum. The summary thus
+depends only on which pairings are live and on their values, never on the order of uploads,
+retirements and revivals (a float sum would), which is what lets a rebuild equal the online tables
+bit for bit; and APS is the correctly rounded mean of the pairing APS, to the last bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+EXACT_UNIT = 2**1074  # 1/2^-1074, the smallest positive float: every float times this is an integer
+Z95 = 1.96
+
+
+def exact(value: float) -> int:
+    """``value`` as an exact integer multiple of 2^-1074."""
+    numerator, denominator = value.as_integer_ratio()  # the denominator is a power of two
+    return numerator * (EXACT_UNIT // denominator)
+
+
+def battle_percent(score: int, other: int) -> float:
+    """A side's share of the battle's total score, in percent; 50 when neither scored."""
+    total = score + other
+    return 50.0 if total == 0 else 100.0 * score / total
+
+
+def survival_percent(firsts: int, rounds: int) -> float:
+    """Rounds finished first, as a percentage of the rumble's rounds."""
+    return 100.0 * firsts / rounds
+
+
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """One bot's running averages against one opponent."""
+
+    battles: int = 0
+    aps: float = 0.0  # mean score %
+    aps_m2: float = 0.0  # Welford's sum of squared deviations of score %
+    survival: float = 0.0  # mean survival %
+    last_battle: str = ""  # receive time of the latest battle
+
+
+def add_battle(pairing: Pairing, percent: float, survival: float, when: str) -> Pairing:
+    """The pairing after one more battle (Welford's update of the mean and of M2)."""
+    n = pairing.battles + 1
+    delta = percent - pairing.aps
+    aps = pairing.aps + delta / n
+    return Pairing(
+        battles=n,
+        aps=aps,
+        aps_m2=pairing.aps_m2 + delta * (percent - aps),
+        survival=pairing.survival + (survival - pairing.survival) / n,
+        last_battle=max(pairing.last_battle, when),
+    )
+
+
+def score_battle(
+    first: Pairing | None, second: Pairing | None, scores: tuple[int, int], firsts: tuple[int, int], rounds: int, when: str
+) -> tuple[Pairing, Pairing]:
+    """Both sides' pairings after one battle: (first against second, second against first)."""
+    s1, s2 = scores
+    return (
+        add_battle(first or Pairing(), battle_percent(s1, s2), survival_percent(firsts[0], rounds), when),
+        add_battle(second or Pairing(), battle_percent(s2, s1), survival_percent(firsts[1], rounds), when),
+    )
+
+
+def pairing_variance(pairing: Pairing) -> float:
+    """Population variance of the pairing's battle score %."""
+    return pairing.aps_m2 / pairing.battles if pairing.battles else 0.0
+
+
+def pairing_ci(pairing: Pairing) -> float | None:
+    """Half-width of the 95 % interval of the pairing APS; None below 2 battles (LiteRumble 2026)."""
+    if pairing.battles < 2:
+        return None
+    return Z95 * math.sqrt(pairing_variance(pairing) / (pairing.battles - 1))
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Exact sums over a bot's live pairings; ``summary()`` turns them into the table's columns."""
+
+    pairings: int = 0
+    battles: int = 0
+    aps_exact: int = 0  # Σ pairing APS, in units of 2^-1074
+    survival_exact: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    ci_count: int = 0  # live pairings with at least 2 battles
+    ci_exact: int = 0  # Σ Var_p/(n_p − 1) over them, in units of 2^-1074
+
+    def __add__(self, other: Totals) -> Totals:
+        return Totals(*(a + b for a, b in zip(self.astuple(), other.astuple())))
+
+    def __sub__(self, other: Totals) -> Totals:
+        return Totals(*(a - b for a, b in zip(self.astuple(), other.astuple())))
+
+    def astuple(self) -> tuple[int, ...]:
+        return (self.pairings, self.battles, self.aps_exact, self.survival_exact, self.wins, self.draws,
+                self.losses, self.ci_count, self.ci_exact)  # fmt: skip
+
+
+def contribution(pairing: Pairing | None) -> Totals:
+    """What one live pairing adds to its bot's totals (nothing for a pairing not yet played)."""
+    if pairing is None or pairing.battles == 0:
+        return Totals()
+    has_ci = pairing.battles >= 2
+    return Totals(
+        pairings=1,
+        battles=pairing.battles,
+        aps_exact=exact(pairing.aps),
+        survival_exact=exact(pairing.survival),
+        wins=int(pairing.aps > 50.0),
+        draws=int(pairing.aps == 50.0),
+        losses=int(pairing.aps < 50.0),
+        ci_count=int(has_ci),
+        ci_exact=exact(pairing_variance(pairing) / (pairing.battles - 1)) if has_ci else 0,
+    )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A bot's row in the rankings table."""
+
+    aps: float | None
+    aps_ci: float | None
+    survival: float | None
+    pl: int
+    pwin: float | None
+    pairings: int
+    battles: int
+    wins: int
+    draws: int
+    losses: int
+
+
+def totals_of(pairings: Iterable[Pairing]) -> Totals:
+    """A bot's totals over the given live pairings (what a rebuild computes from scratch)."""
+    total = Totals()
+    for pairing in pairings:
+        total = total + contribution(pairing)
+    return total
+
+
+def summary(totals: Totals) -> Summary:
+    """The table columns from the exact totals (each a single correctly rounded division)."""
+    n = totals.pairings
+    aps_ci = None
+    if totals.ci_count:
+        aps_ci = Z95 * math.sqrt(totals.ci_exact / (EXACT_UNIT * n * totals.ci_count))
+    return Summary(
+        aps=totals.aps_exact / (EXACT_UNIT * n) if n else None,
+        aps_ci=aps_ci,
+        survival=totals.survival_exact / (EXACT_UNIT * n) if n else None,
+        pl=totals.wins - totals.losses,
+        pwin=100.0 * (2 * totals.wins + totals.draws) / (2 * n) if n else None,
+        pairings=n,
+        battles=totals.battles,
+        wins=totals.wins,
+        draws=totals.draws,
+        losses=totals.losses,
+    )
+

@@ -1,0 +1,107 @@
+"""The store: the only package with SQL in it.
+
+``connect(path)`` opens the database (WAL, busy timeout, migrations applied) and ``write(db)``
+wraps one write transaction. Writers across all gunicorn workers and CLI commands are
+serialised by an advisory file lock taken before ``BEGIN IMMEDIATE``: a waiting writer then wakes
+the moment the lock is free, instead of polling SQLite's busy handler in millisecond sleeps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import sqlite_utils
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def utc_now() -> str:
+    """The current UTC time as the store writes it: "YYYY-MM-DD HH:MM:SS.mmm"."""
+    return format_time(datetime.now(timezone.utc))
+
+
+def format_time(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+
+
+class Store(sqlite_utils.Database):
+    """A sqlite-utils Database plus the write lock of its file."""
+
+    lock_path: str | None = None
+    _lock_file = None
+    _cache: dict
+
+    def close(self) -> None:
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+        self.conn.close()
+
+
+def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool = True) -> Store:
+    """Open (creating if needed) the database at ``path``, apply pending migrations, return it."""
+    path = str(path)
+    memory = path == ":memory:"
+    if not memory:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+        raise ValueError(f"SYNCHRONOUS must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
+    db = Store(conn)
+    db._cache = {}
+    if not memory:
+        db.lock_path = path + ".lock"
+        with _file_lock(db):
+            conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+    if migrate:
+        from rumble.store.migrations import migrate as apply_migrations
+
+        with _file_lock(db):
+            apply_migrations(db)
+    return db
+
+
+@contextlib.contextmanager
+def _file_lock(db: Store) -> Iterator[None]:
+    if db.lock_path is None:
+        yield
+        return
+    if db._lock_file is None:
+        db._lock_file = open(db.lock_path, "a")
+    fcntl.flock(db._lock_file.fileno(), fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(db._lock_file.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def write(db: Store) -> Iterator[Store]:
+    """One write transaction: everything inside is committed together or not at all."""
+    with _file_lock(db):
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.conn.execute("ROLLBACK")
+            db._cache.clear()  # ids cached during a rolled-back transaction may not exist
+            raise
+        db.conn.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def read(db: Store) -> Iterator[Store]:
+    """A consistent snapshot for several reads (a deferred transaction)."""
+    db.conn.execute("BEGIN")
+    try:
+        yield db
+    finally:
+        db.conn.execute("COMMIT")

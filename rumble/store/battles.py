@@ -1,0 +1,87 @@
+"""The battle log: append-only, one row per accepted upload."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from rumble.battle import Battle
+from rumble.store import Store
+
+LOG_COLUMNS = (
+    "id", "game", "version", "client", "teams", "melee", "rounds", "field", "uploader", "client_time",
+    "first_name", "first_score", "first_bullet_damage", "first_firsts",
+    "second_name", "second_score", "second_bullet_damage", "second_firsts",
+    "received_at", "remote_addr", "state",
+)  # fmt: skip
+
+
+def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, battle: Battle) -> int | None:
+    """Append ``battle`` to the log and return its id, or None if the same result is already there."""
+    cursor = db.execute(
+        "INSERT INTO battles (rumble_id, version, client, teams, melee, rounds, field, uploader, client_time, "
+        "first_bot_id, first_score, first_bullet_damage, first_firsts, "
+        "second_bot_id, second_score, second_bullet_damage, second_firsts, received_at, remote_addr, state) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (
+            rumble_id, battle.version, battle.client, int(battle.teams), int(battle.melee), battle.rounds,
+            battle.field, battle.uploader, battle.time_ms,
+            first_id, battle.first.score, battle.first.bullet_damage, battle.first.firsts,
+            second_id, battle.second.score, battle.second.bullet_damage, battle.second.firsts,
+            battle.received_at, battle.remote_addr, battle.state,
+        ),
+    )  # fmt: skip
+    return cursor.lastrowid if cursor.rowcount == 1 else None
+
+
+@dataclass(frozen=True)
+class LoggedBattle:
+    """What a rebuild needs of one log row."""
+
+    id: int
+    first_id: int
+    second_id: int
+    first_score: int
+    second_score: int
+    first_firsts: int
+    second_firsts: int
+    received_at: str
+
+
+def iter_scored_battles(db: Store, rumble_id: int, batch: int = 10_000) -> Iterator[LoggedBattle]:
+    """The rumble's battles in state 'ok', in log order, read in batches."""
+    last = 0
+    while True:
+        rows = db.execute(
+            "SELECT id, first_bot_id, second_bot_id, first_score, second_score, first_firsts, second_firsts, "
+            "received_at FROM battles WHERE rumble_id = ? AND id > ? AND state = 'ok' ORDER BY id LIMIT ?",
+            (rumble_id, last, batch),
+        ).fetchall()
+        if not rows:
+            return
+        for row in rows:
+            yield LoggedBattle(*row)
+        last = rows[-1][0]
+
+
+def count_battles(db: Store, rumble_id: int | None = None) -> int:
+    if rumble_id is None:
+        return db.execute("SELECT count(*) FROM battles").fetchone()[0]
+    return db.execute("SELECT count(*) FROM battles WHERE rumble_id = ?", (rumble_id,)).fetchone()[0]
+
+
+def log_rows(db: Store, rumble_id: int | None = None) -> Iterator[dict]:
+    """The log with names instead of ids, in log order (export, tests)."""
+    sql = (
+        "SELECT b.id, r.name, b.version, b.client, b.teams, b.melee, b.rounds, b.field, b.uploader, b.client_time, "
+        "f.full_name, b.first_score, b.first_bullet_damage, b.first_firsts, "
+        "s.full_name, b.second_score, b.second_bullet_damage, b.second_firsts, b.received_at, b.remote_addr, b.state "
+        "FROM battles b JOIN rumbles r ON r.id = b.rumble_id JOIN bots f ON f.id = b.first_bot_id "
+        "JOIN bots s ON s.id = b.second_bot_id"
+    )
+    params: tuple = ()
+    if rumble_id is not None:
+        sql += " WHERE b.rumble_id = ?"
+        params = (rumble_id,)
+    for row in db.execute(sql + " ORDER BY b.id", params):
+        yield dict(zip(LOG_COLUMNS, row))

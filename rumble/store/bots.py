@@ -1,0 +1,63 @@
+"""Bots (one row per "package.Class version") and their membership of each rumble."""
+
+from __future__ import annotations
+
+from rumble.protocol.names import split_name
+from rumble.store import Store
+
+
+def bot_id(db: Store, name: str, now: str) -> int:
+    """The id of bot ``name``, created if new (inside the caller's transaction)."""
+    ids = db._cache.setdefault("bot_ids", {})
+    found = ids.get(name)
+    if found is not None:
+        return found
+    row = db.execute("SELECT id FROM bots WHERE full_name = ?", (name,)).fetchone()
+    if row is None:
+        package, class_name, version = split_name(name)
+        cursor = db.execute(
+            "INSERT INTO bots (full_name, package, class_name, version, created_at) VALUES (?, ?, ?, ?, ?)",
+            (name, package, class_name, version, now),
+        )
+        found = cursor.lastrowid
+    else:
+        found = row[0]
+    ids[name] = found
+    return found
+
+
+def find_bot(db: Store, name: str) -> int | None:
+    row = db.execute("SELECT id FROM bots WHERE full_name = ?", (name,)).fetchone()
+    return row[0] if row else None
+
+
+def participant_state(db: Store, rumble_id: int, bot: int) -> bool | None:
+    """True if the bot is an active participant, False if retired, None if never seen here."""
+    row = db.execute("SELECT active FROM participants WHERE rumble_id = ? AND bot_id = ?", (rumble_id, bot)).fetchone()
+    return None if row is None else bool(row[0])
+
+
+def add_participant(db: Store, rumble_id: int, bot: int, now: str) -> None:
+    db.execute(
+        "INSERT INTO participants (rumble_id, bot_id, active, first_seen) VALUES (?, ?, 1, ?)",
+        (rumble_id, bot, now),
+    )
+
+
+def set_active(db: Store, rumble_id: int, bot: int, active: bool, now: str) -> None:
+    db.execute(
+        "UPDATE participants SET active = ?, retired_at = ? WHERE rumble_id = ? AND bot_id = ?",
+        (int(active), None if active else now, rumble_id, bot),
+    )
+
+
+def participant_names(db: Store, rumble_id: int, active_only: bool = True) -> dict[str, int]:
+    """Names and ids of a rumble's participants."""
+    sql = "SELECT b.full_name, b.id FROM participants p JOIN bots b ON b.id = p.bot_id WHERE p.rumble_id = ?"
+    if active_only:
+        sql += " AND p.active = 1"
+    return dict(db.execute(sql, (rumble_id,)).fetchall())
+
+
+def active_count(db: Store, rumble_id: int) -> int:
+    return db.execute("SELECT count(*) FROM participants WHERE rumble_id = ? AND active = 1", (rumble_id,)).fetchone()[0]

@@ -1,0 +1,94 @@
+"""Pairings (a bot's running averages against one opponent, kept from both sides) and the bot
+summaries summed from them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from rumble.rankings.scores import Pairing, Summary, Totals
+from rumble.store import Store
+
+_PAIRING = "battles, aps, aps_m2, survival, last_battle"
+_TOTALS = "pairings, battles, aps_exact, survival_exact, wins, draws, losses, ci_count, ci_exact"
+_EXACT = (2, 3, 8)  # positions of the exact sums in Totals, stored as hex text
+
+
+def _totals_from_row(row: tuple) -> Totals:
+    return Totals(*(int(v, 16) if i in _EXACT else v for i, v in enumerate(row)))
+
+
+def _totals_to_row(t: Totals) -> tuple:
+    return tuple(format(v, "x") if i in _EXACT else v for i, v in enumerate(t.astuple()))
+
+
+def pairing_pair(db: Store, rumble_id: int, a: int, b: int) -> tuple[Pairing | None, Pairing | None]:
+    """The pairing (a against b) and (b against a), None where there is none yet."""
+    rows = db.execute(
+        f"SELECT bot_id, {_PAIRING} FROM pairings WHERE rumble_id = ? AND bot_id IN (?, ?) AND opponent_id IN (?, ?)",
+        (rumble_id, a, b, a, b),
+    ).fetchall()
+    found = {row[0]: Pairing(*row[1:]) for row in rows}
+    return found.get(a), found.get(b)
+
+
+def put_pairing(db: Store, rumble_id: int, bot: int, opponent: int, p: Pairing, priority: float | None) -> None:
+    db.execute(
+        f"INSERT OR REPLACE INTO pairings (rumble_id, bot_id, opponent_id, {_PAIRING}, priority) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (rumble_id, bot, opponent, p.battles, p.aps, p.aps_m2, p.survival, p.last_battle, priority),
+    )
+
+
+def put_pairings(db: Store, rows: Iterable[tuple]) -> None:
+    """Bulk insert of (rumble_id, bot, opponent, battles, aps, aps_m2, survival, last_battle, priority)."""
+    db.conn.executemany(
+        f"INSERT INTO pairings (rumble_id, bot_id, opponent_id, {_PAIRING}, priority) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+
+
+def opponents_of(db: Store, rumble_id: int, bot: int) -> list[tuple[int, Pairing]]:
+    """Every opponent of ``bot`` with the opponent's own pairing against it."""
+    rows = db.execute(
+        f"SELECT bot_id, {_PAIRING} FROM pairings WHERE rumble_id = ? AND opponent_id = ?", (rumble_id, bot)
+    ).fetchall()
+    return [(row[0], Pairing(*row[1:])) for row in rows]
+
+
+def iter_pairings(db: Store, rumble_id: int) -> Iterator[tuple[int, int, Pairing]]:
+    """(bot, opponent, pairing) for every pairing of the rumble, in key order."""
+    for row in db.execute(
+        f"SELECT bot_id, opponent_id, {_PAIRING} FROM pairings WHERE rumble_id = ? ORDER BY bot_id, opponent_id",
+        (rumble_id,),
+    ):
+        yield row[0], row[1], Pairing(*row[2:])
+
+
+def totals(db: Store, rumble_id: int, bot: int) -> tuple[Totals, str] | None:
+    """A bot's exact totals and last battle time, or None if it has no summary yet."""
+    row = db.execute(
+        f"SELECT {_TOTALS}, last_battle FROM bot_summaries WHERE rumble_id = ? AND bot_id = ?", (rumble_id, bot)
+    ).fetchone()
+    return None if row is None else (_totals_from_row(row[:9]), row[9])
+
+
+def put_totals(db: Store, rumble_id: int, bot: int, t: Totals, s: Summary, last_battle: str) -> None:
+    db.execute(
+        f"INSERT OR REPLACE INTO bot_summaries (rumble_id, bot_id, {_TOTALS}, aps, aps_ci, survival, pl, pwin, "
+        "last_battle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (rumble_id, bot, *_totals_to_row(t), s.aps, s.aps_ci, s.survival, s.pl, s.pwin, last_battle),
+    )
+
+
+def clear_rumble(db: Store, rumble_id: int) -> None:
+    """Delete a rumble's derived rows (before a rebuild writes them again)."""
+    db.execute("DELETE FROM pairings WHERE rumble_id = ?", (rumble_id,))
+    db.execute("DELETE FROM bot_summaries WHERE rumble_id = ?", (rumble_id,))
+
+
+def active_ids(db: Store, rumble_id: int) -> set[int]:
+    return {row[0] for row in db.execute("SELECT bot_id FROM participants WHERE rumble_id = ? AND active = 1", (rumble_id,))}
+
+
+def all_participant_ids(db: Store, rumble_id: int) -> list[int]:
+    return [row[0] for row in db.execute("SELECT bot_id FROM participants WHERE rumble_id = ? ORDER BY bot_id", (rumble_id,))]

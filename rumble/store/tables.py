@@ -1,0 +1,61 @@
+"""The queries behind the ranking table, the ratings file and the API: plain dicts out."""
+
+from __future__ import annotations
+
+from rumble.store import Store
+
+# Sortable columns of the rankings table: public name -> SQL expression.
+RANKING_ORDER = {
+    "name": "b.full_name",
+    "aps": "s.aps",
+    "aps_ci": "s.aps_ci",
+    "pwin": "s.pwin",
+    "pl": "s.pl",
+    "survival": "s.survival",
+    "pairings": "s.pairings",
+    "battles": "s.battles",
+    "last_battle": "s.last_battle",
+}
+RANKING_COLUMNS = ("name", "aps", "aps_ci", "pwin", "pl", "survival", "pairings", "battles", "last_battle", "wins", "draws", "losses")
+
+
+def ranking_rows(db: Store, rumble_id: int, order: str = "-aps") -> list[dict]:
+    """The active bots of a rumble with their scores, sorted by ``order``.
+
+    ``order`` is a column of RANKING_ORDER, with ``-`` for descending; ``rank`` is always the
+    APS rank (ties broken by name), whatever the order of the rows.
+    """
+    key = order.lstrip("-")
+    if key not in RANKING_ORDER:
+        raise KeyError(key)
+    direction = "DESC" if order.startswith("-") else "ASC"
+    rows = db.execute(
+        "SELECT b.full_name, s.aps, s.aps_ci, s.pwin, s.pl, s.survival, s.pairings, s.battles, "
+        "substr(s.last_battle, 1, 19), s.wins, s.draws, s.losses, "
+        "row_number() OVER (ORDER BY s.aps DESC, b.full_name) FROM bot_summaries s "
+        "JOIN participants p ON p.rumble_id = s.rumble_id AND p.bot_id = s.bot_id "
+        "JOIN bots b ON b.id = s.bot_id WHERE s.rumble_id = ? AND p.active = 1 "
+        f"ORDER BY {RANKING_ORDER[key]} {direction} NULLS LAST, s.aps DESC, b.full_name",
+        (rumble_id,),
+    ).fetchall()
+    return [dict(zip(RANKING_COLUMNS + ("rank",), row)) for row in rows]
+
+
+def ratings_file_rows(db: Store, rumble_id: int) -> list[tuple[str, float, int, str]]:
+    """(name, APS, battles, last battle) of each active bot with a score, for RatingsFile."""
+    return db.execute(
+        "SELECT b.full_name, s.aps, s.battles, s.last_battle FROM bot_summaries s "
+        "JOIN participants p ON p.rumble_id = s.rumble_id AND p.bot_id = s.bot_id "
+        "JOIN bots b ON b.id = s.bot_id WHERE s.rumble_id = ? AND p.active = 1 AND s.aps IS NOT NULL "
+        "ORDER BY b.full_name",
+        (rumble_id,),
+    ).fetchall()
+
+
+def snapshot(db: Store, rumble_id: int | None = None) -> dict[str, list[tuple]]:
+    """Every derived row, in key order: what a rebuild must reproduce exactly (tests, `rumble check`)."""
+    where, params = ("WHERE rumble_id = ?", (rumble_id,)) if rumble_id is not None else ("", ())
+    return {
+        "pairings": db.execute(f"SELECT * FROM pairings {where} ORDER BY rumble_id, bot_id, opponent_id", params).fetchall(),
+        "bot_summaries": db.execute(f"SELECT * FROM bot_summaries {where} ORDER BY rumble_id, bot_id", params).fetchall(),
+    }

@@ -1,0 +1,34 @@
+"""The web layer: thin views that read the request, call the store or ingest, and render.
+
+``get_db()`` gives each worker process (and thread) one long-lived connection: opening SQLite
+per request would cost more than the upload itself.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from flask import current_app
+
+from rumble import store
+
+_local = threading.local()
+
+
+def get_db() -> store.Store:
+    """This thread's connection to the app's database (reopened after a fork)."""
+    path = current_app.config["RUMBLE"]["DB"]
+    db = getattr(_local, "db", None)
+    if db is None or _local.pid != os.getpid() or _local.path != path:
+        db = store.connect(path, current_app.config["RUMBLE"]["SYNCHRONOUS"], migrate=False)
+        _local.db, _local.pid, _local.path = db, os.getpid(), path
+    return db
+
+
+def close_thread_db() -> None:
+    """Close this thread's connection (tests that delete their database file call it)."""
+    db = getattr(_local, "db", None)
+    if db is not None and _local.pid == os.getpid():
+        db.close()
+    _local.db = None

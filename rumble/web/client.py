@@ -1,0 +1,106 @@
+"""The endpoints the real RoboRumble client talks to (protocol.md sections 5, 6 and 7).
+
+Every answer is ``200 text/plain``: the client treats any status of 400 or more, and any upload
+answer without an ``OK`` line, as a failure to retry forever. Refusals for good therefore read
+``OK. ERROR: <reason>``; only a real server fault (an exception, a 500) leaves it retrying.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from flask import Blueprint, Response, current_app, request
+
+from rumble import ingest, store
+from rumble.protocol import ProtocolError, replies
+from rumble.protocol.names import key_candidates, to_key
+from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fields
+from rumble.store import bots, tables
+from rumble.store.rumbles import rumble_id
+from rumble.web import get_db
+
+bp = Blueprint("client", __name__)
+_rng = random.Random()
+
+
+def _text(body: str) -> Response:
+    return Response(body, status=200, mimetype="text/plain")
+
+
+def _settings() -> dict:
+    return current_app.config["RUMBLE"]
+
+
+@bp.route("/UploadedResults", methods=["POST"])
+def uploaded_results() -> Response:
+    """One pair result: parse, check, store in one transaction, answer with counts and priority."""
+    settings = _settings()
+    limit = settings["MAX_UPLOAD_BYTES"]
+    if (request.content_length or 0) > limit:
+        return _text(replies.refused(f"upload of {request.content_length} bytes is larger than {limit}"))
+    body = request.stream.read(limit + 1)
+    if len(body) > limit:
+        return _text(replies.refused(f"upload is larger than {limit} bytes"))
+    rumbles = current_app.extensions["rumble.rumbles"]
+    try:
+        battle = parse_upload(body)
+        policy = Policy(
+            accepted_clients=settings["ACCEPTED_CLIENTS"],
+            max_age_ms=int(settings["MAX_BATTLE_AGE_HOURS"] * 3_600_000),
+            max_skew_ms=int(settings["MAX_CLOCK_SKEW_MINUTES"] * 60_000),
+        )
+        rumble = rumbles.get(battle.game)
+        check_upload(battle, rumble, policy, int(time.time() * 1000))
+    except ProtocolError as error:
+        return _text(replies.refused(str(error)))
+    battle = ingest.with_receipt(battle, request.remote_addr)
+    db = get_db()
+    with store.write(db):
+        applied = ingest.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
+        pair = None
+        if applied.stored:
+            pair = ingest.next_priority_battle(
+                db, battle.game, settings["PRIORITY_BATCH"], settings["PRIORITY_MIN_BATTLES"],
+                settings["PRIORITY_HOLD_MINUTES"], _rng,
+            )  # fmt: skip
+    # Only now, after COMMIT, may the client be told OK.
+    first, second = battle.first.name, battle.second.name
+    if not applied.stored:
+        return _text(replies.duplicate(first, second, battle.game, applied.counts))
+    return _text(replies.accepted(first, second, battle.game, applied.counts, replies.priority_line(*pair) if pair else None))
+
+
+@bp.route("/RatingsFile", methods=["GET"])
+def ratings_file() -> Response:
+    """``name_version=APS,battles,YYYY-MM-DD HH:MM:SS`` per active bot; empty for an unknown game."""
+    game = request.args.get("game", "")
+    db = get_db()
+    rid = rumble_id(db, game) if game in current_app.extensions["rumble.rumbles"] else None
+    if rid is None:
+        return _text("")
+    lines = [f"{to_key(name)}={aps!r},{battles},{last[:19]}" for name, aps, battles, last in tables.ratings_file_rows(db, rid)]
+    return _text("".join(line + "\n" for line in lines))
+
+
+@bp.route("/RemoveOldParticipant", methods=["GET", "POST"])
+def remove_old_participant() -> Response:
+    """Retire a bot named by its ratings-file key (``_`` for the space); the client only prints the answer."""
+    try:
+        fields = split_fields(request.get_data()[:4096].decode("utf-8", "replace")) if request.method == "POST" else dict(request.args)
+    except ProtocolError as error:
+        return _text(replies.refused(str(error)))
+    game, key = fields.get("game", ""), fields.get("name", "")
+    if game not in current_app.extensions["rumble.rumbles"]:
+        return _text(replies.refused(f"unknown game {game!r}"))
+    db = get_db()
+    with store.write(db):
+        rid = rumble_id(db, game)
+        known = bots.participant_names(db, rid, active_only=False)
+        name = next((candidate for candidate in key_candidates(key) if candidate in known), None)
+        if name is None:
+            return _text(replies.refused(f"no bot {key!r} in {game}"))
+        retired = ingest.retire(db, rid, known[name], store.utc_now())
+    if not retired:
+        return _text(replies.plain(f"OK. {name} was already retired from {game}") + "\n")
+    return _text(replies.plain(f"OK. {name} retired from {game}") + "\n")

@@ -1,0 +1,52 @@
+"""Pages for people: the rumbles, a rankings table (with its JSON twin) and the score explanation."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, current_app, jsonify, render_template, request
+
+from rumble.store import rumbles as rumble_store
+from rumble.store import tables
+from rumble.web import get_db
+
+bp = Blueprint("pages", __name__)
+
+COLUMN_TITLES = {
+    "aps": "APS",
+    "aps_ci": "APS CI",
+    "pwin": "PWIN",
+    "pl": "PL",
+    "survival": "Survival",
+    "pairings": "Pairings",
+    "battles": "Battles",
+    "last_battle": "Last battle (UTC)",
+}
+
+
+@bp.get("/")
+def home():
+    rows = rumble_store.rumble_rows(get_db())
+    if request.args.get("api") == "1":
+        return jsonify(rows)
+    return render_template("home.html", rumbles=rows)
+
+
+@bp.get("/Rankings")
+def rankings():
+    game = request.args.get("game", "roborumble")
+    if game not in current_app.extensions["rumble.rumbles"]:
+        abort(404, description=f"There is no rumble called {game!r}.")
+    order = request.args.get("order", "-aps")
+    db = get_db()
+    rid = rumble_store.rumble_id(db, game)
+    try:
+        rows = tables.ranking_rows(db, rid, order)
+    except KeyError:
+        abort(400, description=f"Cannot sort by {order!r}; use one of {', '.join(tables.RANKING_ORDER)} (with - for descending).")
+    if request.args.get("api") == "1":
+        return jsonify(rows)
+    return render_template("rankings.html", game=game, rows=rows, order=order, titles=COLUMN_TITLES)
+
+
+@bp.get("/ScoreExplanation")
+def score_explanation():
+    return render_template("explanation.html")

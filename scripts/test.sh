@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything the tests need, then runs them: `bash scripts/test.sh [pytest args]`.
+#
+# - Debian packages: robocode (the real RoboRumble client the end-to-end tests drive), when missing.
+#   Needs root (or sudo); without them those tests are skipped, except under CI where they must run.
+# - Python packages: rumble and its test extra, into ./.venv (created if missing).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+apt_packages=()
+[ -e /usr/share/java/roborumble.jar ] || apt_packages+=(robocode)
+if [ ${#apt_packages[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then sudo_cmd=() ; elif command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo) ; else sudo_cmd=(none); fi
+  if [ "${sudo_cmd[*]-}" = none ]; then
+    echo "scripts/test.sh: cannot install ${apt_packages[*]} (not root, no sudo); the real-client tests will be skipped" >&2
+  else
+    echo "scripts/test.sh: installing Debian packages: ${apt_packages[*]}"
+    "${sudo_cmd[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${apt_packages[@]}" >/dev/null
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,57 @@
+"""Fixtures: an app on a real SQLite file per test, its test client, and upload helpers."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rumble.app import create_app
+from rumble.battle import Battle, Side
+from rumble.protocol.upload import format_upload
+from rumble.web import close_thread_db
+
+
+def battle(
+    first: str = "sample.Corners 1.0",
+    second: str = "sample.RamFire 1.0",
+    scores: tuple[int, int] = (6598, 4883),
+    firsts: tuple[int, int] = (32, 3),
+    game: str = "roborumble",
+    time_ms: int | None = None,
+    **fields,
+) -> Battle:
+    """A valid 1v1 roborumble result (the captured one of protocol.md 7.1 by default)."""
+    values = dict(
+        game=game, version="1", client="1.9.3.9", teams=False, melee=False, rounds=35, field="800x600",
+        uploader="Jane Doe", time_ms=int(time.time() * 1000) if time_ms is None else time_ms,
+        first=Side(first, scores[0], scores[0] // 2, firsts[0]), second=Side(second, scores[1], scores[1] // 2, firsts[1]),
+    )  # fmt: skip
+    values.update(fields)
+    return Battle(**values)
+
+
+@pytest.fixture
+def app(tmp_path):
+    app = create_app({"DB": str(tmp_path / "rumble.db")})
+    yield app
+    close_thread_db()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def upload(client):
+    """POST a body (bytes, or a Battle) to /UploadedResults; return the answer text."""
+
+    def post(body) -> str:
+        if isinstance(body, Battle):
+            body = format_upload(body)
+        response = client.post("/UploadedResults", data=body, content_type="application/x-www-form-urlencoded")
+        assert response.status_code == 200
+        return response.get_data(as_text=True)
+
+    return post
