@@ -26,6 +26,12 @@ REQUIRED = (
     "first_name", "first_score", "first_bullet_damage", "first_firsts",
     "second_name", "second_score", "second_bullet_damage", "second_firsts",
 )  # fmt: skip
+COLUMN_OF_FIELD = {
+    "user": "uploader", "time": "client_time", "fname": "first_name", "fscore": "first_score",
+    "fbulletd": "first_bullet_damage", "fsurvival": "first_firsts", "sname": "second_name",
+    "sscore": "second_score", "sbulletd": "second_bullet_damage", "ssurvival": "second_firsts",
+}  # fmt: skip
+_COLUMN_OF = re.compile(r"\b(" + "|".join(COLUMN_OF_FIELD) + r")\b")
 _TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{3})?")
 MAX_ERRORS_SHOWN = 20
 
@@ -57,7 +63,10 @@ def battle_from_row(row: dict, rumbles: dict[str, RumbleSettings]) -> Battle:
         "fsurvival": text["first_firsts"], "sname": text["second_name"], "sscore": text["second_score"],
         "sbulletd": text["second_bullet_damage"], "ssurvival": text["second_firsts"],
     }  # fmt: skip
-    battle = battle_from_fields(fields)
+    try:
+        battle = battle_from_fields(fields)
+    except ProtocolError as error:  # name the file's columns, not the protocol's fields
+        raise ProtocolError(_COLUMN_OF.sub(lambda m: COLUMN_OF_FIELD[m.group(0)], str(error))) from None
     check_settings(battle, rumbles.get(battle.game))
     received = text.get("received_at") or utc_now()
     if not _TIME.fullmatch(received):

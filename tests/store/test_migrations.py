@@ -1,0 +1,60 @@
+"""The schema only moves forward by numbered, recorded migrations; the battle log is append-only."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from rumble import store
+from rumble.store.migrations import MIGRATIONS_DIR, applied, migrate, migration_files
+
+
+def test_migration_files_are_numbered_without_gaps():
+    files = migration_files()
+    assert [int(f.name[:4]) for f in files] == list(range(1, len(files) + 1))
+
+
+def test_misnumbered_migration_is_rejected(tmp_path):
+    (tmp_path / "0001_first.sql").write_text("CREATE TABLE a (x);")
+    (tmp_path / "0003_third.sql").write_text("CREATE TABLE b (x);")
+    with pytest.raises(ValueError, match="should be numbered 0002"):
+        migration_files(tmp_path)
+
+
+def test_connect_applies_and_records_every_migration_once(tmp_path):
+    path = tmp_path / "r.db"
+    db = store.connect(path)
+    assert applied(db) == [f.stem for f in migration_files()]
+    assert migrate(db) == []  # nothing pending the second time
+    assert {"battles", "bots", "participants", "pairings", "bot_summaries", "rumbles", "priority_battles"} <= set(db.table_names())
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.close()
+
+
+def test_a_failing_migration_leaves_nothing_behind_and_stays_pending(tmp_path):
+    (tmp_path / "0001_ok.sql").write_text("CREATE TABLE a (x);")
+    (tmp_path / "0002_broken.sql").write_text("CREATE TABLE b (x); THIS IS NOT SQL;")
+    db = store.connect(tmp_path / "r.db", migrate=False)
+    with pytest.raises(sqlite3.OperationalError):
+        migrate(db, tmp_path)
+    assert "b" not in db.table_names()
+    assert [m for m in db.execute("SELECT name FROM _sqlite_migrations").fetchall()] == [("0001_ok",)]
+    db.close()
+
+
+def test_battle_log_rows_cannot_be_deleted_or_rewritten(tmp_path, upload, app):
+    from conftest import battle
+
+    upload(battle())
+    conn = sqlite3.connect(app.config["RUMBLE"]["DB"])
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute("DELETE FROM battles")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute("UPDATE battles SET first_score = 1")
+    conn.execute("UPDATE battles SET state = 'flagged'")  # the one column that may change
+    conn.close()
+
+
+def test_migrations_dir_is_the_repositorys():
+    assert MIGRATIONS_DIR.name == "migrations" and (MIGRATIONS_DIR / "0001_battle_log.sql").exists()

@@ -1,0 +1,34 @@
+"""Dependencies point one way: the pure packages load neither Flask nor the database."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import rumble
+
+
+def test_pure_packages_import_neither_flask_nor_sqlite():
+    code = (
+        "import sys, rumble.protocol.upload, rumble.protocol.replies, rumble.protocol.games, "
+        "rumble.rankings.scores, rumble.priority\n"
+        "bad = [m for m in ('flask', 'sqlite3', 'sqlite_utils', 'rumble.store', 'rumble.web') if m in sys.modules]\n"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""
+
+
+def test_sql_lives_only_in_the_store():
+    """No module outside rumble/store/ runs SQL (a crude but effective check for SQL keywords)."""
+    from pathlib import Path
+
+    root = Path(rumble.__file__).parent
+    offenders = []
+    for path in root.rglob("*.py"):
+        if "store" in path.relative_to(root).parts:
+            continue
+        text = path.read_text()
+        if any(word in text for word in ("SELECT ", "INSERT ", "UPDATE ", "DELETE FROM", ".execute(")):
+            offenders.append(str(path.relative_to(root)))
+    assert offenders == []

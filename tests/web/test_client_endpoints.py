@@ -1,0 +1,172 @@
+"""The client endpoints through Flask: answers the client understands, nothing half-applied."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pytest
+from conftest import battle
+
+from rumble.protocol.upload import format_upload
+
+
+def _db(app) -> sqlite3.Connection:
+    return sqlite3.connect(app.config["RUMBLE"]["DB"])
+
+
+def _state(app) -> tuple:
+    """Everything an upload could change."""
+    with _db(app) as conn:
+        return tuple(
+            conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+            for table in ("battles", "bots", "participants", "pairings", "bot_summaries")
+        )
+
+
+def test_upload_is_stored_and_answered_with_counts_and_ok(app, upload):
+    answer = upload(battle())
+    lines = answer.splitlines()
+    assert "<1 1>" in lines
+    assert lines[-1] == "OK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble"
+    with _db(app) as conn:
+        row = conn.execute("SELECT uploader, client, first_score, second_score, first_firsts, remote_addr, state FROM battles").fetchone()
+    assert row == ("Jane Doe", "1.9.3.9", 6598, 4883, 32, "127.0.0.1", "ok")
+
+
+def test_a_repeat_is_acknowledged_and_not_counted_twice(app, upload):
+    """A retry carries the same game, user, time, bots and scores (protocol.md 7.4)."""
+    result = battle()
+    upload(result)
+    before = _state(app)
+    answer = upload(result)
+    assert "already received" in answer and "OK." in answer and "<1 1>" in answer
+    assert _state(app) == before
+
+
+def test_the_same_result_for_each_division_is_stored_once_per_game(app, upload):
+    result = battle()
+    for game in ("roborumble", "minirumble", "microrumble"):
+        assert "received for " + game in upload(battle(game=game, time_ms=result.time_ms))
+    with _db(app) as conn:
+        assert conn.execute("SELECT count(*) FROM battles").fetchone()[0] == 3
+
+
+def test_counts_grow_with_each_battle(upload):
+    now = int(time.time() * 1000)
+    upload(battle(time_ms=now))
+    assert "<2 2>" in upload(battle(time_ms=now + 1)).splitlines()
+
+
+REFUSALS = [
+    (b"game=roborumble&version=1\n", "missing fields"),
+    (format_upload(battle(scores=(-1, 5))), "fscore must be a non-negative whole number"),
+    (format_upload(battle()).replace(b"fscore=6598", b"fscore=6x98"), "fscore must be a non-negative whole number"),
+    (format_upload(battle()).replace(b"fscore=6598", b"fscore=99999999999999999999"), "fscore is too large"),
+    (format_upload(battle(first="Corners")), "fname must be 'package.Class version'"),
+    (format_upload(battle(first="p." + "x" * 80 + " 1")), "longer than 70"),
+    (format_upload(battle(second="sample.Corners 1.0")), "cannot battle itself"),
+    (format_upload(battle(rounds=10, firsts=(5, 5))), "rounds must be 35"),
+    (format_upload(battle(field="1000x1000")), "field must be 800x600"),
+    (format_upload(battle(melee=True)), "melee must be NOT"),
+    (format_upload(battle(client="1.10.3")), "CLIENT NOT SUPPORTED"),
+    (format_upload(battle(game="nosuchrumble")), "unknown game"),
+    (format_upload(battle(time_ms=int(time.time() * 1000) - 25 * 3_600_000)), "more than 24 hours old"),
+    (b"\xff\xfe" * 50, "malformed field"),
+]
+
+
+@pytest.mark.parametrize("body, reason", REFUSALS)
+def test_bad_upload_gets_an_ok_error_line_and_changes_nothing(app, upload, body, reason):
+    upload(battle(first="sample.Walls 0.9b"))  # accepted data that must stay undisturbed
+    before = _state(app)
+    answer = upload(body)
+    assert answer.startswith("OK. ERROR: ") and reason in answer, answer
+    assert answer.count("\n") == 1
+    assert _state(app) == before
+
+
+def test_oversized_body_is_refused_without_reading_it(app, client):
+    response = client.post("/UploadedResults", data=b"game=" + b"x" * 10_000)
+    assert response.status_code == 200
+    assert response.get_data(as_text=True).startswith("OK. ERROR: upload of 10005 bytes is larger than 4096")
+    assert _state(app)[0] == []
+
+
+@pytest.mark.parametrize("method", ["get", "put", "delete"])
+def test_wrong_method_on_upload_is_405(client, method):
+    assert getattr(client, method)("/UploadedResults").status_code == 405
+
+
+def test_ratings_file_has_the_clients_three_fields(client, upload):
+    upload(battle())
+    lines = client.get("/RatingsFile?version=1&game=roborumble").get_data(as_text=True).splitlines()
+    assert len(lines) == 2
+    key, value = lines[0].split("=")
+    aps, battles, when = value.split(",")
+    assert key == "sample.Corners_1.0"
+    assert float(aps) == 100 * 6598 / (6598 + 4883)
+    assert float(battles) == 1
+    assert time.strptime(when, "%Y-%m-%d %H:%M:%S")
+
+
+@pytest.mark.parametrize("game", ["nosuchrumble", "", "<html>"])
+def test_ratings_file_of_an_unknown_game_is_empty(client, game):
+    response = client.get(f"/RatingsFile?version=1&game={game}")
+    assert (response.status_code, response.data) == (200, b"")
+
+
+def _remove(client, key: str, game: str = "roborumble") -> str:
+    body = f"version=1&game={game}&name={key}&dummy=NA\n".encode()
+    return client.post("/RemoveOldParticipant", data=body).get_data(as_text=True)
+
+
+def test_remove_old_participant_retires_and_an_upload_revives(app, client, upload):
+    now = int(time.time() * 1000)
+    upload(battle(time_ms=now))
+    upload(battle(first="sample.Walls 0.9b", second="sample.Corners 1.0", scores=(7000, 3000), time_ms=now + 1))
+    assert _remove(client, "sample.RamFire_1.0") == "OK. sample.RamFire 1.0 retired from roborumble\n"
+    ratings = client.get("/RatingsFile?version=1&game=roborumble").get_data(as_text=True)
+    assert "RamFire" not in ratings
+    corners = client.get("/Rankings?game=roborumble&api=1").json
+    corners = next(r for r in corners if r["name"] == "sample.Corners 1.0")
+    assert (corners["pairings"], corners["battles"]) == (1, 1)  # only the live pairing counts
+    assert corners["aps"] == 100 * 3000 / 10000
+    with _db(app) as conn:
+        assert conn.execute("SELECT count(*) FROM battles").fetchone()[0] == 2  # battles stay in the log
+    upload(battle(time_ms=now + 2))  # RamFire uploads again: revived
+    corners = next(r for r in client.get("/Rankings?game=roborumble&api=1").json if r["name"] == "sample.Corners 1.0")
+    assert (corners["pairings"], corners["battles"]) == (2, 3)
+
+
+def test_remove_old_participant_resolves_underscores_in_class_names(client, upload):
+    upload(battle(first="dcs.Eater_of_Worlds_Mini 1.0"))
+    assert _remove(client, "dcs.Eater_of_Worlds_Mini_1.0").startswith("OK. dcs.Eater_of_Worlds_Mini 1.0 retired")
+    assert "already retired" in _remove(client, "dcs.Eater_of_Worlds_Mini_1.0")
+
+
+def test_remove_unknown_bot_or_game_says_so(client, upload):
+    upload(battle())
+    assert "no bot 'nobody.Here_1.0' in roborumble" in _remove(client, "nobody.Here_1.0")
+    assert "unknown game 'nosuch'" in _remove(client, "sample.Corners_1.0", game="nosuch")
+
+
+def test_rankings_json_escapes_names_and_sorts(client, upload):
+    upload(battle())
+    upload(battle(first="sample.Walls 0.9b", second="sample.RamFire 1.0", scores=(9000, 1000)))
+    rows = client.get("/Rankings?game=roborumble&api=1").json
+    assert [r["name"] for r in rows] == ["sample.Walls 0.9b", "sample.Corners 1.0", "sample.RamFire 1.0"]
+    assert [r["rank"] for r in rows] == [1, 2, 3]
+    by_name = client.get("/Rankings?game=roborumble&api=1&order=name").json
+    assert [r["name"] for r in by_name] == sorted(r["name"] for r in rows)
+    assert [r["rank"] for r in by_name] == [2, 3, 1]
+    assert client.get("/Rankings?game=roborumble&order=nonsense").status_code == 400
+
+
+def test_rankings_page_renders_a_sortable_table(client, upload):
+    upload(battle())
+    html = client.get("/Rankings?game=roborumble").get_data(as_text=True)
+    assert "sample.Corners 1.0" in html and "order=-pwin" in html
+    assert client.get("/Rankings?game=nosuch").status_code == 404
+    assert client.get("/ScoreExplanation").status_code == 200
+    assert "roborumble" in client.get("/").get_data(as_text=True)
