@@ -70,6 +70,8 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             self.cfg.set("workers", workers)
             self.cfg.set("accesslog", None)
             self.cfg.set("timeout", 60)
+            if "control_socket_disable" in self.cfg.settings:  # gunicorn 27+: one shared ~/.gunicorn socket otherwise
+                self.cfg.set("control_socket_disable", True)
 
         def load(self):
             return create_app()

@@ -51,8 +51,8 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     new_a, new_b = scores.score_battle(
         old_a, old_b, (battle.first.score, battle.second.score), (battle.first.firsts, battle.second.firsts), rounds, when
     )
-    pairings.put_pairing(db, rumble_id, a, b, new_a, _priority(new_a, min_battles) if a < b else None)
-    pairings.put_pairing(db, rumble_id, b, a, new_b, _priority(new_b, min_battles) if b < a else None)
+    pairings.put_pairing(db, rumble_id, a, b, new_a, priority.pairing_priority(new_a, min_battles) if a < b else None)
+    pairings.put_pairing(db, rumble_id, b, a, new_b, priority.pairing_priority(new_b, min_battles) if b < a else None)
     counts = []
     for bot, old, new in ((a, old_a, new_a), (b, old_b, new_b)):
         # The opponent is active (just activated), so this pairing counts in the bot's totals.
@@ -66,10 +66,6 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
 def with_receipt(battle: Battle, remote_addr: str | None) -> Battle:
     """The battle stamped with the server's receive time and the uploader's address."""
     return replace(battle, received_at=utc_now(), remote_addr=remote_addr)
-
-
-def _priority(pairing: Pairing, min_battles: int) -> float:
-    return priority.pairing_priority(pairing, min_battles)
 
 
 def _battles(db: Store, rumble_id: int, bot: int) -> int:
@@ -134,7 +130,7 @@ def rebuild_rumble(db: Store, game: str, rounds: int, min_battles: int, progress
         db,
         (
             (rumble_id, a, b, p.battles, p.aps, p.aps_m2, p.survival, p.last_battle,
-             _priority(p, min_battles) if a < b else None)
+             priority.pairing_priority(p, min_battles) if a < b else None)
             for (a, b), p in sorted(state.items())
         ),
     )  # fmt: skip
@@ -168,21 +164,25 @@ def next_priority_battle(db: Store, game: str, batch: int, min_battles: int, hol
 
 
 def _choose_batch(db: Store, rumble_id: int, batch: int, min_battles: int, rng: random.Random) -> list[tuple[int, int, str]]:
+    """Missing pairings first, then the pairings the priority index ranks highest."""
     chosen: list[tuple[int, int, str]] = []
-    taken = queue.queued_pairs(db, rumble_id)
-    lacking = queue.bots_missing_pairings(db, rumble_id)
-    tries = 0
-    while lacking and len(chosen) < batch and tries < 3 * batch:
-        tries += 1
-        bot = priority.pick_weighted([b for b, _ in lacking], [m for _, m in lacking], rng)
-        unmet = [o for o in queue.unmet_opponents(db, rumble_id, bot) if (bot, o) not in taken and (o, bot) not in taken]
+    taken: set[tuple[int, int]] = set()
+    lacking = dict(queue.bots_missing_pairings(db, rumble_id))
+    while lacking and len(chosen) < batch:
+        bot = priority.pick_weighted(list(lacking), list(lacking.values()), rng)
+        unmet = [o for o in queue.unmet_opponents(db, rumble_id, bot) if (min(bot, o), max(bot, o)) not in taken]
         if not unmet:
-            lacking = [(b, m) for b, m in lacking if b != bot]
+            del lacking[bot]  # everything it lacks is already queued or handed out
             continue
         opponent = rng.choice(unmet)
         pair = (min(bot, opponent), max(bot, opponent))
         taken.add(pair)
         chosen.append((*pair, "missing"))
+        for end in pair:
+            if end in lacking:
+                lacking[end] -= 1
+                if lacking[end] <= 0:
+                    del lacking[end]
     if len(chosen) < batch:
         candidates = [c for c in queue.top_pairings(db, rumble_id, 8 * batch) if (c[0], c[1]) not in taken]
         chosen += priority.choose_pairs(candidates, batch - len(chosen), rng)

@@ -12,14 +12,14 @@ from pathlib import Path
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent.parent / "migrations"
-_PACKAGED_DIR = Path(__file__).resolve().parent.parent / "migrations"  # in a wheel
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent.parent / "migrations"  # in the repository
+_PACKAGED_DIR = Path(__file__).resolve().parent.parent / "migrations"  # in an installed copy
 NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
 
 
 def migration_files(directory: Path | None = None) -> list[Path]:
     """The migration files in order, after checking their numbers run 0001, 0002, ... without gaps."""
-    directory = directory or (MIGRATIONS_DIR if MIGRATIONS_DIR.is_dir() else _PACKAGED_DIR)
+    directory = directory or (_PACKAGED_DIR if _PACKAGED_DIR.is_dir() else MIGRATIONS_DIR)
     files = sorted(p for p in directory.glob("*.sql"))
     for expected, path in enumerate(files, start=1):
         match = NAME.fullmatch(path.name)

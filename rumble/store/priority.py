@@ -24,6 +24,7 @@ def pop_waiting(db: Store, rumble_id: int, now: str) -> tuple[str, str] | None:
 
 
 def enqueue(db: Store, rumble_id: int, pairs: list[tuple[int, int, str]], now: str) -> None:
+    """Queue pairs (a, b, reason), with a < b as pairings' priority rows have them."""
     db.conn.executemany(
         "INSERT INTO priority_battles (rumble_id, bot_id, opponent_id, reason, created_at) VALUES (?, ?, ?, ?, ?)",
         [(rumble_id, a, b, reason, now) for a, b, reason in pairs],
@@ -48,12 +49,14 @@ def bots_missing_pairings(db: Store, rumble_id: int) -> list[tuple[int, int]]:
 
 
 def unmet_opponents(db: Store, rumble_id: int, bot: int) -> list[int]:
-    """Active participants ``bot`` has never met."""
+    """Active participants ``bot`` has never met and is not queued (or recently handed out) against."""
     rows = db.execute(
         "SELECT p.bot_id FROM participants p WHERE p.rumble_id = ? AND p.active = 1 AND p.bot_id != ? "
         "AND NOT EXISTS (SELECT 1 FROM pairings x WHERE x.rumble_id = p.rumble_id AND x.bot_id = ? "
-        "AND x.opponent_id = p.bot_id)",
-        (rumble_id, bot, bot),
+        "AND x.opponent_id = p.bot_id) "
+        "AND NOT EXISTS (SELECT 1 FROM priority_battles q WHERE q.rumble_id = p.rumble_id "
+        "AND q.bot_id = min(?, p.bot_id) AND q.opponent_id = max(?, p.bot_id))",
+        (rumble_id, bot, bot, bot, bot),
     ).fetchall()
     return [row[0] for row in rows]
 
@@ -71,6 +74,3 @@ def top_pairings(db: Store, rumble_id: int, limit: int) -> list[tuple[int, int, 
         (rumble_id, limit),
     ).fetchall()
 
-
-def queued_pairs(db: Store, rumble_id: int) -> set[tuple[int, int]]:
-    return {(a, b) for a, b in db.execute("SELECT bot_id, opponent_id FROM priority_battles WHERE rumble_id = ?", (rumble_id,))}
