@@ -123,8 +123,8 @@ def battle_from_fields(fields: dict[str, str]) -> Battle:
     first, second = sides
     if first.name == second.name:
         raise ProtocolError(f"{first.name} cannot battle itself")
-    if first.firsts + second.firsts > rounds:
-        raise ProtocolError(f"fsurvival + ssurvival ({first.firsts + second.firsts}) exceed rounds ({rounds})")
+    # Each side's firsts are checked on their own (_integer above): Robocode may count one round as
+    # a first for both robots (both die at once), so the two may add up to more than the rounds.
     return Battle(
         game=game,
         version=fields["version"],

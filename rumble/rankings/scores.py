@@ -3,8 +3,10 @@
 Definitions (the score-explanation page says the same in words):
 
 - battle score % = 100·s1/(s1+s2), or 50 when both scores are 0 (LiteRumble, RRServer);
-- battle survival % = 100·firsts/rounds, rounds being the rumble's rounds (LiteRumble). In 1v1 the
-  two sides add up to 100 unless a round had no winner; in melee they need not;
+- battle survival % = 100·firsts/rounds, rounds being the rumble's rounds (LiteRumble). The two
+  sides need not add up to 100: Robocode may count a round as a first for both robots (the real
+  client uploads 35-round battles with 30 + 6 firsts), and in melee most rounds are no one's first
+  among a given pair;
 - pairing APS and pairing survival: the true running means of those per-battle values (RRServer's
   exact mean, not LiteRumble's 5000-battle cap), with Welford's running variance of the score %;
 - a bot's APS, Survival: means over its *live* pairings (the opponent is an active participant);

@@ -83,7 +83,6 @@ def _body(**changes: str) -> bytes:
         (_body(fscore="99999999999999999999"), "fscore is too large"),
         (_body(fscore="175001"), "fscore is too large"),
         (_body(fsurvival="36"), "fsurvival is too large"),
-        (_body(fsurvival="20", ssurvival="20"), "exceed rounds"),
         (_body(rounds="0"), "rounds must be at least 1"),
         (_body(time="soon"), "time must be a non-negative whole number"),
         (_body(version="2"), "version must be 1"),
@@ -126,6 +125,12 @@ def test_upload_that_does_not_fit_its_rumble_is_refused(change, reason):
     with pytest.raises(ProtocolError) as error:
         check_upload(battle, load_rumbles().get(battle.game), POLICY, NOW)
     assert reason in str(error.value)
+
+
+def test_firsts_may_add_up_to_more_than_the_rounds():
+    """Captured from the real client: a 35-round battle with 30 + 6 firsts (a round counted for both)."""
+    b = parse_upload(_body(fsurvival="30", ssurvival="6"))
+    assert (b.first.firsts, b.second.firsts) == (30, 6)
 
 
 def test_fields_are_the_seventeen_of_the_protocol():

@@ -1,0 +1,14 @@
+"""Fixtures of the end-to-end tests: a real gunicorn server (``rumble serve``) per test."""
+
+from __future__ import annotations
+
+import pytest
+
+from .e2e_support import live_server as start_live_server
+
+
+@pytest.fixture
+def live_server(tmp_path):
+    """``rumble serve --workers 2`` on a fresh database in ``tmp_path``: ``.url``, ``.db_path``, helpers."""
+    with start_live_server(tmp_path) as server:
+        yield server

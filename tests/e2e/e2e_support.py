@@ -1,0 +1,230 @@
+"""What the end-to-end tests share: a real ``rumble serve`` process, reads of its answers and of
+its battle log, and the standings a rumble should show, computed independently of rumble's code.
+
+The log is read with a plain read-only ``sqlite3`` connection, never through ``rumble.store``, so
+that nothing here can hide a mistake of the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+
+START_TIMEOUT_S = 20
+STOP_TIMEOUT_S = 15
+# The headers Java's HttpURLConnection sends with the client's upload, in its order (protocol.md 2).
+JAVA_POST_HEADERS = (
+    ("User-Agent", "Java/17.0.21.1"),
+    ("Accept", "text/html, image/gif, image/jpeg, */*; q=0.2"),
+    ("Connection", "keep-alive"),
+    ("Content-type", "application/x-www-form-urlencoded"),
+)
+
+
+@dataclass
+class LiveServer:
+    """A running ``python -m rumble serve`` (gunicorn) on 127.0.0.1 and its database file."""
+
+    url: str
+    db_path: Path
+    process: subprocess.Popen
+    output_path: Path
+
+    def output(self) -> str:
+        """Everything the server printed so far (stdout and stderr)."""
+        return self.output_path.read_text(errors="replace")
+
+    def get(self, path: str, **params) -> requests.Response:
+        response = requests.get(self.url + path, params=params, timeout=10)
+        response.close()
+        return response
+
+    def ratings(self, game: str) -> dict[str, tuple[float, int, str]]:
+        """``RatingsFile`` of ``game``: key (``pkg.Bot_version``) -> (APS, battles, last battle)."""
+        response = self.get("/RatingsFile", version="1", game=game)
+        assert response.status_code == 200, response.text
+        rows = {}
+        for line in response.text.splitlines():
+            key, _, value = line.partition("=")
+            aps, battles, last = value.split(",")
+            rows[key] = (float(aps), int(battles), last)
+        return rows
+
+    def rankings(self, game: str) -> dict[str, dict]:
+        """``Rankings?api=1`` of ``game``: bot name -> its row."""
+        response = self.get("/Rankings", game=game, api="1")
+        assert response.status_code == 200, response.text
+        return {row["name"]: row for row in response.json()}
+
+    def log_rows(self) -> list[dict]:
+        """The whole battle log with game and bot names, in log order."""
+        with read_only(self.db_path) as db:
+            db.row_factory = sqlite3.Row
+            rows = db.execute(
+                "SELECT b.id, r.name AS game, f.full_name AS first, s.full_name AS second, b.first_score, "
+                "b.second_score, b.first_bullet_damage, b.second_bullet_damage, b.first_firsts, b.second_firsts, "
+                "b.client_time, b.uploader, b.client, b.rounds, b.field, b.teams, b.melee, b.state "
+                "FROM battles b JOIN rumbles r ON r.id = b.rumble_id JOIN bots f ON f.id = b.first_bot_id "
+                "JOIN bots s ON s.id = b.second_bot_id ORDER BY b.id"
+            ).fetchall()
+        return [dict(row) for row in rows]
+
+    def battle_count(self) -> int:
+        with read_only(self.db_path) as db:
+            return db.execute("SELECT count(*) FROM battles").fetchone()[0]
+
+
+@contextlib.contextmanager
+def read_only(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to the server's database, closed afterwards."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _server_env() -> dict[str, str]:
+    """The test's environment without RUMBLE_* settings, so that only --db and the defaults apply."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RUMBLE_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@contextlib.contextmanager
+def live_server(directory: Path, workers: int = 2) -> Iterator[LiveServer]:
+    """Start ``rumble serve`` on a new database in ``directory``; stop it (SIGTERM, then SIGKILL) after."""
+    db_path = directory / "rumble.db"
+    output_path = directory / "server.out"
+    port = free_port()
+    command = [sys.executable, "-m", "rumble", "serve", "--db", str(db_path), "--port", str(port), "--workers", str(workers)]
+    with open(output_path, "wb") as output:
+        process = subprocess.Popen(
+            command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=_server_env(), start_new_session=True,
+        )  # fmt: skip
+        server = LiveServer(f"http://127.0.0.1:{port}", db_path, process, output_path)
+        try:
+            _wait_until_up(server)
+            yield server
+        finally:
+            _stop(process)
+
+
+def _wait_until_up(server: LiveServer) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise AssertionError(f"rumble serve exited with {server.process.returncode}:\n{server.output()}")
+        try:
+            if server.get("/").status_code == 200:
+                return
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"rumble serve did not answer GET / within {START_TIMEOUT_S} s:\n{server.output()}")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM to the gunicorn master (it stops its workers); SIGKILL to its process group if it hangs."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def post_like_java(url: str, body: bytes) -> tuple[int, str, str]:
+    """POST ``body`` to ``url`` byte for byte, with the client's headers; return (status, type, text)."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    try:
+        conn.putrequest("POST", parts.path, skip_accept_encoding=True)
+        for name, value in JAVA_POST_HEADERS:
+            conn.putheader(name, value)
+        conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        response = conn.getresponse()
+        return response.status, response.getheader("Content-Type", ""), response.read().decode("ascii")
+    finally:
+        conn.close()
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """One pair result as the client knows it: ``first`` outranked ``second``."""
+
+    first: str
+    second: str
+    first_score: int
+    second_score: int
+
+
+def battle_percent(score: int, other: int) -> float:
+    return 50.0 if score + other == 0 else 100.0 * score / (score + other)
+
+
+@dataclass(frozen=True)
+class Standing:
+    aps: float
+    battles: int
+    pairings: int
+
+
+def expected_standings(results: Iterable[PairResult]) -> dict[str, Standing]:
+    """Each bot's APS (mean over opponents of its mean battle %), battles and pairings."""
+    percents: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for result in results:
+        percents[result.first][result.second].append(battle_percent(result.first_score, result.second_score))
+        percents[result.second][result.first].append(battle_percent(result.second_score, result.first_score))
+    standings = {}
+    for bot, by_opponent in percents.items():
+        means = [sum(values) / len(values) for values in by_opponent.values()]
+        battles = sum(len(values) for values in by_opponent.values())
+        standings[bot] = Standing(sum(means) / len(means), battles, len(means))
+    return standings
+
+
+def to_key(name: str) -> str:
+    """The ratings-file key of a bot name (the space becomes ``_``)."""
+    return name.replace(" ", "_")
+
+
+def assert_standings(server: LiveServer, game: str, expected: dict[str, Standing]) -> None:
+    """``RatingsFile`` and ``Rankings?api=1`` of ``game`` list exactly the expected bots and figures."""
+    ratings = server.ratings(game)
+    assert sorted(ratings) == sorted(to_key(name) for name in expected), game
+    rankings = server.rankings(game)
+    assert sorted(rankings) == sorted(expected), game
+    for name, standing in expected.items():
+        aps, battles, last = ratings[to_key(name)]
+        assert aps == pytest.approx(standing.aps, abs=1e-9), (game, name)
+        assert battles == standing.battles, (game, name)
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", last), (game, name, last)
+        row = rankings[name]
+        assert row["aps"] == pytest.approx(standing.aps, abs=1e-9), (game, name)
+        assert (row["battles"], row["pairings"]) == (standing.battles, standing.pairings), (game, name)
