@@ -86,10 +86,14 @@ def activate(db: Store, rumble_id: int, bot: int, now: str) -> bool:
     return True
 
 
-def retire(db: Store, rumble_id: int, bot: int, now: str) -> bool:
-    """Retire ``bot``: its pairings stop counting for every opponent. False if it was not active."""
+def retire(db: Store, rumble_id: int, bot: int, now: str, source: str) -> bool:
+    """Retire ``bot``: its pairings stop counting for every opponent. False if it was not active.
+
+    The retirement is logged (``source`` says who asked) so that a rebuild can replay it in order.
+    """
     if not bots.participant_state(db, rumble_id, bot):
         return False
+    bots.record_event(db, rumble_id, bot, False, now, source)
     bots.set_active(db, rumble_id, bot, False, now)
     _shift_opponents(db, rumble_id, bot, -1)
     return True

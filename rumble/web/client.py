@@ -100,7 +100,7 @@ def remove_old_participant() -> Response:
         name = next((candidate for candidate in key_candidates(key) if candidate in known), None)
         if name is None:
             return _text(replies.refused(f"no bot {key!r} in {game}"))
-        retired = ingest.retire(db, rid, known[name], store.utc_now())
+        retired = ingest.retire(db, rid, known[name], store.utc_now(), f"RemoveOldParticipant from {request.remote_addr}")
     if not retired:
         return _text(replies.plain(f"OK. {name} was already retired from {game}") + "\n")
     return _text(replies.plain(f"OK. {name} retired from {game}") + "\n")

@@ -27,7 +27,8 @@ def test_connect_applies_and_records_every_migration_once(tmp_path):
     db = store.connect(path)
     assert applied(db) == [f.stem for f in migration_files()]
     assert migrate(db) == []  # nothing pending the second time
-    assert {"battles", "bots", "participants", "pairings", "bot_summaries", "rumbles", "priority_battles"} <= set(db.table_names())
+    assert {"battles", "bots", "participants", "pairings", "bot_summaries", "rumbles", "priority_battles",
+            "participant_events"} <= set(db.table_names())  # fmt: skip
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
 

@@ -104,7 +104,7 @@ def test_import_of_an_export_reproduces_the_tables(app, client, upload, tmp_path
     assert retired
     with store.write(fresh):
         for game, name in retired:
-            retire(fresh, rumble_id(fresh, game), find_bot(fresh, name), store.utc_now())
+            retire(fresh, rumble_id(fresh, game), find_bot(fresh, name), store.utc_now(), "test")
     assert snapshot(fresh) == snapshot(db)
     db.close()
     fresh.close()

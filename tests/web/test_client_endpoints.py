@@ -134,6 +134,8 @@ def test_remove_old_participant_retires_and_an_upload_revives(app, client, uploa
     assert corners["aps"] == 100 * 3000 / 10000
     with _db(app) as conn:
         assert conn.execute("SELECT count(*) FROM battles").fetchone()[0] == 2  # battles stay in the log
+        event = conn.execute("SELECT active, after_battle_id, source FROM participant_events").fetchall()
+    assert event == [(0, 2, "RemoveOldParticipant from 127.0.0.1")]
     upload(battle(time_ms=now + 2))  # RamFire uploads again: revived
     corners = next(r for r in client.get("/Rankings?game=roborumble&api=1").json if r["name"] == "sample.Corners 1.0")
     assert (corners["pairings"], corners["battles"]) == (2, 3)
