@@ -1,0 +1,151 @@
+"""Glicko-2 with INVERSUS's bounds and inactivity (seed 000) and the rumble's all-pairings method.
+
+- The update is Glickman's "Example of the Glicko-2 system" (revised 22 March 2022), steps 2-8,
+  with the Illinois iteration of step 5 for the volatility. Two places where seed 000's C++
+  departs from the paper follow the paper: step 5.2 brackets with ln(Delta² - phi² - v) (the seed
+  subtracts the volatility instead of v), and step 5.4(b) tests f_C·f_B <= 0 (the 2022 revision;
+  the seed has the older "< 0"). RRServer's bug of passing RD where the volatility belongs
+  (peers.md section 2) has no counterpart here: sigma is its own argument.
+- One rating period is one upload for one bot, over all its live pairings, each pairing's APS (a
+  fraction 0..1) being the game outcome (seed 004, "Calculation Notes"; seed 000 likewise lets a
+  rating period pass with each game). With no pairings the period is an inactive one (step 6).
+- Seed 000's bounds ("Glicko2_ApplyPlayerBounds") clamp the rating, deviation and volatility at
+  the end of every update and every inactivity step, never in between.
+- Seed 000's inactivity ("Glicko2_ApplyInactiveRatingPeriods") is O(1) over any number t of
+  periods, partial ones included: phi' = sqrt(phi² + t·sigma²). A period is 14 days, counted in
+  whole days, so uncertainty starts to build only after a full day away.
+
+Values are on the Glicko-1 scale (r = 1500 + 173.7178·mu, RD = 173.7178·phi); sigma is on the
+Glicko-2 scale, as in both sources. Functions take values and return new ``Rating`` values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from rumble.ratings.glicko_common import SCALE, E, g, to_mu, to_phi, to_r, to_rd
+
+TAU = 0.5  # seed 000 and RRServer: the paper's example value (its advice: between 0.3 and 1.2)
+EPSILON = 1e-6  # step 5: the paper's convergence tolerance on x = ln(sigma²)
+MAX_ITERATIONS = 100  # Illinois converges superlinearly (3 iterations for the paper's example);
+# reaching 100 means non-finite input or a bug, so it raises instead of returning a guess
+PERIOD_DAYS = 14  # seed 000: one inactive rating period is 14 days, counted in whole days
+DAY_SECONDS = 86_400
+
+R_UNRATED = 1500.0  # step 2: an unrated player has mu = 0
+RD_UNRATED = 350.0  # Glickman's initial RD; seed 000's phi = 2.015 is 350/173.7178 to 3 decimals
+SIGMA_UNRATED = 0.06  # seed 000 and the paper: an unrated player's volatility
+Z_997 = 3.0  # seed 000: ±3 deviations hold 99.7 % of a normal distribution
+R_MIN = R_UNRATED - Z_997 * RD_UNRATED  # seed 000: an unrated player's 99.7 % range, 450 to 2550
+R_MAX = R_UNRATED + Z_997 * RD_UNRATED  # (mu within ±6.044, the seed's ±6.045): few bots fall outside
+RD_MIN = 0.175 * SCALE  # seed 000: phi >= 0.175 (RD 30.4) keeps a settled rating from stagnating
+RD_MAX = RD_UNRATED  # seed 000: never less certain of a bot than of an unrated one
+SIGMA_MIN, SIGMA_MAX = 0.04, 0.08  # seed 000: the range its simulations stayed in, kept as a safety net
+
+
+class VolatilityNotConverged(ArithmeticError):
+    """The Illinois iteration of step 5 did not converge within MAX_ITERATIONS."""
+
+
+class Rating(NamedTuple):
+    """A Glicko-2 value: rating r and deviation RD on the Glicko-1 scale, volatility sigma."""
+
+    r: float = R_UNRATED
+    rd: float = RD_UNRATED
+    sigma: float = SIGMA_UNRATED
+
+    def cap(self) -> Rating:
+        """This value clamped to seed 000's bounds on rating, deviation and volatility."""
+        r, rd = clamp(self.r, R_MIN, R_MAX), clamp(self.rd, RD_MIN, RD_MAX)
+        return Rating(r, rd, clamp(self.sigma, SIGMA_MIN, SIGMA_MAX))
+
+
+UNRATED = Rating()
+
+
+def clamp(x: float, low: float, high: float) -> float:
+    """x limited to [low, high] (seed 000's Math::Clamp)."""
+    return min(max(x, low), high)
+
+
+def f(x: float, delta: float, phi: float, v: float, a: float, tau: float) -> float:
+    """Step 5.1: f(x) = e^x(Delta² - phi² - v - e^x) / (2(phi² + v + e^x)²) - (x - a)/tau²."""
+    ex = math.exp(x)
+    return ex * (delta**2 - phi**2 - v - ex) / (2.0 * (phi**2 + v + ex) ** 2) - (x - a) / tau**2
+
+
+def bracket(delta: float, phi: float, v: float, a: float, tau: float) -> float:
+    """Step 5.2: the starting value B, on the other side of the root of f from A = a."""
+    if delta**2 > phi**2 + v:
+        return math.log(delta**2 - phi**2 - v)
+    for k in range(1, MAX_ITERATIONS + 1):
+        if f(a - k * tau, delta, phi, v, a, tau) >= 0.0:
+            return a - k * tau
+    raise VolatilityNotConverged("no B with f(B) >= 0 found for step 5.2")
+
+
+def volatility(sigma: float, delta: float, phi: float, v: float, tau: float = TAU) -> float:
+    """Step 5: the new volatility sigma', from the root of f by the Illinois algorithm."""
+    a = math.log(sigma**2)
+    A, B = a, bracket(delta, phi, v, a, tau)  # step 5.2
+    f_A, f_B = f(A, delta, phi, v, a, tau), f(B, delta, phi, v, a, tau)  # step 5.3
+    for _ in range(MAX_ITERATIONS):  # step 5.4
+        if abs(B - A) <= EPSILON:
+            return math.exp(A / 2.0)  # step 5.5
+        C = A + (A - B) * f_A / (f_B - f_A)
+        f_C = f(C, delta, phi, v, a, tau)
+        if f_C * f_B <= 0.0:
+            A, f_A = B, f_B
+        else:
+            f_A = f_A / 2.0
+        B, f_B = C, f_C
+    raise VolatilityNotConverged(f"|B - A| = {abs(B - A)} after {MAX_ITERATIONS} iterations")
+
+
+def grow(rd: float, sigma: float, t: float) -> float:
+    """RD after t rating periods (t may be partial) without games: phi' = sqrt(phi² + t·sigma²), capped.
+
+    Computed on the RD scale, RD' = sqrt(RD² + t·(173.7178·sigma)²), so that t = 0 returns RD exactly.
+    """
+    return clamp(math.sqrt(rd**2 + t * (SCALE * sigma) ** 2), RD_MIN, RD_MAX)
+
+
+def whole_days(elapsed_seconds: float) -> int:
+    """Elapsed time in whole days, the unit seed 000 counts inactivity in (a partial day is dropped)."""
+    return int(elapsed_seconds // DAY_SECONDS)
+
+
+def inactivity(rd: float, sigma: float, days: int) -> float:
+    """RD after ``days`` whole days without battles: t = days/14 periods in one step (seed 000).
+
+    The rating and volatility do not change. A long absence ends at RD_MAX, never above.
+    """
+    if days < 0:
+        raise ValueError(f"elapsed time is negative: {days} days")
+    return grow(rd, sigma, days / PERIOD_DAYS)
+
+
+def update(r: float, rd: float, sigma: float, opp_r, opp_rd, scores, tau: float = TAU) -> Rating:
+    """The value after one rating period whose games are the bot's pairings (steps 2-8, then the bounds).
+
+    ``opp_r``, ``opp_rd`` and ``scores`` are equal-length arrays over the bot's live pairings,
+    ``scores`` the pairing APS as fractions 0..1. Apply ``inactivity`` first for the time since the
+    bot's last update. numpy's sums depend on the order of the elements: pass the pairings in a
+    fixed order to reproduce a value bit for bit.
+    """
+    s = np.asarray(scores, dtype=float)
+    if s.size == 0:  # step 6 for a player who did not compete: one period of growth
+        return Rating(r, grow(rd, sigma, 1.0), sigma).cap()
+    mu, phi = to_mu(r), to_phi(rd)  # step 2
+    mu_j, phi_j = to_mu(np.asarray(opp_r, dtype=float)), to_phi(np.asarray(opp_rd, dtype=float))
+    g_j, e_j = g(phi_j), E(mu, mu_j, phi_j)
+    v = 1.0 / float(np.sum(g_j**2 * e_j * (1.0 - e_j)))  # step 3
+    improvement = float(np.sum(g_j * (s - e_j)))  # sum of g(phi_j)(s_j - E), shared by steps 4 and 7
+    sigma_new = volatility(sigma, v * improvement, phi, v, tau)  # steps 4 and 5
+    phi_star = math.sqrt(phi**2 + sigma_new**2)  # step 6
+    phi_new = 1.0 / math.sqrt(1.0 / phi_star**2 + 1.0 / v)  # step 7
+    mu_new = mu + phi_new**2 * improvement
+    return Rating(to_r(mu_new), to_rd(phi_new), sigma_new).cap()  # step 8, then seed 000's bounds
