@@ -32,3 +32,14 @@ def test_sql_lives_only_in_the_store():
         if any(word in text for word in ("SELECT ", "INSERT ", "UPDATE ", "DELETE FROM", ".execute(")):
             offenders.append(str(path.relative_to(root)))
     assert offenders == []
+
+
+def test_every_package_ships_in_an_installed_copy():
+    """pyproject.toml lists the packages by hand (for rumble.migrations): a new one must be added there."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(rumble.__file__).parent
+    listed = set(tomllib.loads((root.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(root.parent).parts) for p in root.rglob("__init__.py")}
+    assert found | {"rumble.migrations"} == listed
