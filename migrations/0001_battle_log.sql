@@ -91,6 +91,8 @@ END;
 -- Running averages of one bot against one opponent; each pairing is kept from both sides.
 -- priority is set on the side with bot_id < opponent_id only: how much one more battle of this
 -- pairing is worth (rumble/priority.py); the priority-battle chooser reads it through the index.
+-- It is NULL while the pairing waits in priority_battles or was handed out recently, so the
+-- chooser never has to skip over those.
 CREATE TABLE pairings (
     rumble_id INTEGER NOT NULL,
     bot_id INTEGER NOT NULL,
@@ -127,6 +129,7 @@ CREATE TABLE bot_summaries (
     last_battle TEXT NOT NULL,
     PRIMARY KEY (rumble_id, bot_id)
 ) WITHOUT ROWID;
+CREATE INDEX bot_summaries_by_pairings ON bot_summaries (rumble_id, pairings);
 
 -- Priority battles waiting to be handed to a client ([a_v,b_v] answer lines). Rows stay after
 -- they are handed out (handed_out_at set) so the same pairing is not handed out again at once.

@@ -129,12 +129,13 @@ def rebuild_rumble(db: Store, game: str, rounds: int, min_battles: int, progress
             progress(10_000)
     if progress:
         progress(replayed % 10_000)
+    held = queue.held_pairs(db, rumble_id)  # queued or recently handed out: kept out of the index
     pairings.clear_rumble(db, rumble_id)
     pairings.put_pairings(
         db,
         (
             (rumble_id, a, b, p.battles, p.aps, p.aps_m2, p.survival, p.last_battle,
-             priority.pairing_priority(p, min_battles) if a < b else None)
+             priority.pairing_priority(p, min_battles) if a < b and (a, b) not in held else None)
             for (a, b), p in sorted(state.items())
         ),
     )  # fmt: skip
@@ -159,7 +160,10 @@ def next_priority_battle(db: Store, game: str, batch: int, min_battles: int, hol
     found = queue.pop_waiting(db, rumble_id, now)
     if found is not None:
         return found
-    queue.forget_handed_out(db, rumble_id, format_time(now_dt - timedelta(minutes=hold_minutes)))
+    for a, b in queue.forget_handed_out(db, rumble_id, format_time(now_dt - timedelta(minutes=hold_minutes))):
+        pairing = pairings.pairing_pair(db, rumble_id, a, b)[0]
+        if pairing is not None:
+            queue.set_priority(db, rumble_id, a, b, priority.pairing_priority(pairing, min_battles))
     pairs = _choose_batch(db, rumble_id, batch, min_battles, rng)
     if not pairs:
         return None
@@ -171,7 +175,7 @@ def _choose_batch(db: Store, rumble_id: int, batch: int, min_battles: int, rng: 
     """Missing pairings first, then the pairings the priority index ranks highest."""
     chosen: list[tuple[int, int, str]] = []
     taken: set[tuple[int, int]] = set()
-    lacking = dict(queue.bots_missing_pairings(db, rumble_id))
+    lacking = dict(queue.bots_missing_pairings(db, rumble_id, bots.active_count(db, rumble_id)))
     while lacking and len(chosen) < batch:
         bot = priority.pick_weighted(list(lacking), list(lacking.values()), rng)
         unmet = [o for o in queue.unmet_opponents(db, rumble_id, bot) if (min(bot, o), max(bot, o)) not in taken]

@@ -4,6 +4,10 @@
 wraps one write transaction. Writers across all gunicorn workers and CLI commands are
 serialised by an advisory file lock taken before ``BEGIN IMMEDIATE``: a waiting writer then wakes
 the moment the lock is free, instead of polling SQLite's busy handler in millisecond sleeps.
+
+The server's connections turn SQLite's automatic WAL checkpoint off (``autocheckpoint=False``):
+it would run inside a COMMIT, holding the write lock for tens of milliseconds while every other
+upload waits. They call ``checkpoint_if_due`` instead, after the answer has been sent.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class Store(sqlite_utils.Database):
     lock_path: str | None = None
     _lock_file = None
     _cache: dict
+    commits_since_checkpoint = 0
 
     def close(self) -> None:
         if self._lock_file is not None:
@@ -44,7 +49,10 @@ class Store(sqlite_utils.Database):
         self.conn.close()
 
 
-def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool = True) -> Store:
+CHECKPOINT_EVERY = 100  # commits of one connection between its WAL checkpoints (about 1,700 pages)
+
+
+def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool = True, autocheckpoint: bool = True) -> Store:
     """Open (creating if needed) the database at ``path``, apply pending migrations, return it."""
     path = str(path)
     memory = path == ":memory:"
@@ -61,6 +69,8 @@ def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool 
         with _file_lock(db):
             conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+    if not autocheckpoint:
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
     if migrate:
         from rumble.store.migrations import migrate as apply_migrations
 
@@ -95,6 +105,21 @@ def write(db: Store) -> Iterator[Store]:
             db._cache.clear()  # ids cached during a rolled-back transaction may not exist
             raise
         db.conn.execute("COMMIT")
+        db.commits_since_checkpoint += 1
+
+
+def checkpoint_if_due(db: Store) -> None:
+    """Copy the WAL back into the database file if this connection committed enough since the last time.
+
+    PASSIVE: it waits for no reader or writer, so it never holds up an upload.
+    """
+    if db.commits_since_checkpoint < CHECKPOINT_EVERY:
+        return
+    db.commits_since_checkpoint = 0
+    try:
+        db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    except sqlite3.OperationalError:
+        pass  # another connection is checkpointing right now; the next one will catch up
 
 
 @contextlib.contextmanager

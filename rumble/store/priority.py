@@ -24,26 +24,49 @@ def pop_waiting(db: Store, rumble_id: int, now: str) -> tuple[str, str] | None:
 
 
 def enqueue(db: Store, rumble_id: int, pairs: list[tuple[int, int, str]], now: str) -> None:
-    """Queue pairs (a, b, reason), with a < b as pairings' priority rows have them."""
+    """Queue pairs (a, b, reason), a < b, and take their pairings out of the priority index."""
     db.conn.executemany(
         "INSERT INTO priority_battles (rumble_id, bot_id, opponent_id, reason, created_at) VALUES (?, ?, ?, ?, ?)",
         [(rumble_id, a, b, reason, now) for a, b, reason in pairs],
     )
+    db.conn.executemany(
+        "UPDATE pairings SET priority = NULL WHERE rumble_id = ? AND bot_id = ? AND opponent_id = ?",
+        [(rumble_id, a, b) for a, b, _ in pairs],
+    )
 
 
-def forget_handed_out(db: Store, rumble_id: int, before: str) -> None:
-    """Drop entries handed out before ``before``: their pairings may be handed out again."""
-    db.execute("DELETE FROM priority_battles WHERE rumble_id = ? AND handed_out_at < ?", (rumble_id, before))
-
-
-def bots_missing_pairings(db: Store, rumble_id: int) -> list[tuple[int, int]]:
-    """(bot, how many active opponents it has never met) for each active bot that lacks some."""
+def forget_handed_out(db: Store, rumble_id: int, before: str) -> list[tuple[int, int]]:
+    """Drop entries handed out before ``before`` and return their pairs (a, b): they may be asked for again."""
     rows = db.execute(
-        "WITH n AS (SELECT count(*) AS active FROM participants WHERE rumble_id = ? AND active = 1) "
-        "SELECT p.bot_id, n.active - 1 - coalesce(s.pairings, 0) FROM participants p CROSS JOIN n "
-        "LEFT JOIN bot_summaries s ON s.rumble_id = p.rumble_id AND s.bot_id = p.bot_id "
-        "WHERE p.rumble_id = ? AND p.active = 1 AND coalesce(s.pairings, 0) < n.active - 1",
-        (rumble_id, rumble_id),
+        "DELETE FROM priority_battles WHERE rumble_id = ? AND handed_out_at < ? RETURNING bot_id, opponent_id",
+        (rumble_id, before),
+    ).fetchall()
+    return [(a, b) for a, b in rows]
+
+
+def held_pairs(db: Store, rumble_id: int) -> set[tuple[int, int]]:
+    """Pairs (a, b) waiting in the queue or handed out recently."""
+    return {(a, b) for a, b in db.execute("SELECT bot_id, opponent_id FROM priority_battles WHERE rumble_id = ?", (rumble_id,))}
+
+
+def set_priority(db: Store, rumble_id: int, a: int, b: int, priority: float) -> None:
+    """Put pairing (a, b), a < b, back into the priority index."""
+    db.execute(
+        "UPDATE pairings SET priority = ? WHERE rumble_id = ? AND bot_id = ? AND opponent_id = ?", (priority, rumble_id, a, b)
+    )
+
+
+def bots_missing_pairings(db: Store, rumble_id: int, active: int) -> list[tuple[int, int]]:
+    """(bot, how many of the ``active`` participants it has never met) for each active bot that lacks some.
+
+    Reads the summaries through their pairings index, so a complete ladder costs one index probe.
+    (A participant without a summary has no scored battle at all; it is found once it has one.)
+    """
+    rows = db.execute(
+        "SELECT s.bot_id, ? - 1 - s.pairings FROM bot_summaries s JOIN participants p "
+        "ON p.rumble_id = s.rumble_id AND p.bot_id = s.bot_id "
+        "WHERE s.rumble_id = ? AND s.pairings < ? - 1 AND p.active = 1",
+        (active, rumble_id, active),
     ).fetchall()
     return [(bot, missing) for bot, missing in rows]
 

@@ -53,9 +53,14 @@ def ratings_file_rows(db: Store, rumble_id: int) -> list[tuple[str, float, int, 
 
 
 def snapshot(db: Store, rumble_id: int | None = None) -> dict[str, list[tuple]]:
-    """Every derived row, in key order: what a rebuild must reproduce exactly (tests, `rumble check`)."""
+    """Every derived row, in key order: what a rebuild must reproduce exactly.
+
+    A pairing's ``priority`` is left out: it is the priority queue's working state (NULL while the
+    pairing is queued or held), not a value derived from the log.
+    """
     where, params = ("WHERE rumble_id = ?", (rumble_id,)) if rumble_id is not None else ("", ())
+    columns = "rumble_id, bot_id, opponent_id, battles, aps, aps_m2, survival, last_battle"
     return {
-        "pairings": db.execute(f"SELECT * FROM pairings {where} ORDER BY rumble_id, bot_id, opponent_id", params).fetchall(),
+        "pairings": db.execute(f"SELECT {columns} FROM pairings {where} ORDER BY rumble_id, bot_id, opponent_id", params).fetchall(),
         "bot_summaries": db.execute(f"SELECT * FROM bot_summaries {where} ORDER BY rumble_id, bot_id", params).fetchall(),
     }

@@ -23,7 +23,7 @@ def get_db() -> store.Store:
     if db is None or _local.pid != os.getpid() or _local.path != path:
         if db is not None and _local.pid == os.getpid():
             db.close()
-        db = store.connect(path, current_app.config["RUMBLE"]["SYNCHRONOUS"], migrate=False)
+        db = store.connect(path, current_app.config["RUMBLE"]["SYNCHRONOUS"], migrate=False, autocheckpoint=False)
         _local.db, _local.pid, _local.path = db, os.getpid(), path
     return db
 

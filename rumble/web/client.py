@@ -67,8 +67,11 @@ def uploaded_results() -> Response:
     # Only now, after COMMIT, may the client be told OK.
     first, second = battle.first.name, battle.second.name
     if not applied.stored:
-        return _text(replies.duplicate(first, second, battle.game, applied.counts))
-    return _text(replies.accepted(first, second, battle.game, applied.counts, replies.priority_line(*pair) if pair else None))
+        response = _text(replies.duplicate(first, second, battle.game, applied.counts))
+    else:
+        response = _text(replies.accepted(first, second, battle.game, applied.counts, replies.priority_line(*pair) if pair else None))
+    response.call_on_close(lambda: store.checkpoint_if_due(db))  # after the answer is on its way
+    return response
 
 
 @bp.route("/RatingsFile", methods=["GET"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 import pytest
@@ -59,3 +60,18 @@ def test_battle_log_rows_cannot_be_deleted_or_rewritten(tmp_path, upload, app):
 
 def test_migrations_dir_is_the_repositorys():
     assert MIGRATIONS_DIR.name == "migrations" and (MIGRATIONS_DIR / "0001_battle_log.sql").exists()
+
+
+def test_server_connections_checkpoint_outside_commits(tmp_path):
+    """Automatic checkpoints are off; checkpoint_if_due copies the WAL back after enough commits."""
+    db = store.connect(tmp_path / "c.db", autocheckpoint=False)
+    assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    for n in range(store.CHECKPOINT_EVERY):
+        with store.write(db):
+            db.execute("INSERT INTO bots (full_name, package, class_name, version, created_at) VALUES (?, 'p', 'B', ?, 'now')", (f"p.B {n}", str(n)))
+    assert db.commits_since_checkpoint == store.CHECKPOINT_EVERY
+    before = os.path.getsize(tmp_path / "c.db")  # the new rows are only in the WAL so far
+    store.checkpoint_if_due(db)
+    assert db.commits_since_checkpoint == 0
+    assert os.path.getsize(tmp_path / "c.db") > before  # now copied into the database file
+    db.close()
