@@ -120,7 +120,7 @@ def migrate(db: str | None) -> None:
 @click.option("--game", default=None, help="Rebuild only this rumble (default: all).")
 def rebuild(db: str | None, game: str | None) -> None:
     """Recompute pairings and summaries from the battle log."""
-    from rumble.ingest import rebuild_rumble
+    from rumble.rebuild import rebuild_rumble
     from rumble.protocol.games import load_rumbles
     from rumble.store.battles import count_battles
     from rumble.store.rumbles import rumble_id

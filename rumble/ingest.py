@@ -1,25 +1,27 @@
 """Applying battles: the one path from the log to the derived tables.
 
-``apply_battle`` is used by the upload endpoint and by ``rumble import``; ``rebuild_rumble``
-replays the log through the same pure functions (``scores.score_battle``, ``scores.contribution``)
-so that a rebuild equals the online tables bit for bit. Callers hold the write transaction
-(``store.write``), so a battle's log row, pairings and summaries are applied together or not at all.
+``apply_battle`` is used by the upload endpoint, ``rumble import`` and the demo; ``rumble.rebuild``
+replays the log through the same pure functions (``scores.score_battle``, ``scores.contribution``,
+``online.rate_battle``) so that a rebuild equals the online tables bit for bit. Callers hold the
+write transaction (``store.write``), so a battle's log row, pairings, summaries and ratings are
+applied together or not at all.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
-from rumble import priority
+from rumble import fields, priority
 from rumble.battle import Battle
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing, Totals
+from rumble.ratings import online
 from rumble.store import Store, bots, format_time, pairings, utc_now
 from rumble.store import battles as battle_log
 from rumble.store import priority as queue
+from rumble.store import ratings as rating_rows
 from rumble.store.rumbles import rumble_id as find_rumble_id
 
 
@@ -41,12 +43,11 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     a = bots.bot_id(db, battle.first.name, when)
     b = bots.bot_id(db, battle.second.name, when)
     battle_id = battle_log.append_battle(db, rumble_id, a, b, battle)
-    if battle_id is None:
-        return Applied(False, None, (_battles(db, rumble_id, a), _battles(db, rumble_id, b)))
+    if battle_id is None or battle.state != "ok":  # a repeat, or a battle logged as not counting
+        return Applied(battle_id is not None, battle_id, (_battles(db, rumble_id, a), _battles(db, rumble_id, b)))
+    copy = fields.current(db, rumble_id)
     for bot in (a, b):
         activate(db, rumble_id, bot, when)
-    if battle.state != "ok":
-        return Applied(True, battle_id, (_battles(db, rumble_id, a), _battles(db, rumble_id, b)))
     old_a, old_b = pairings.pairing_pair(db, rumble_id, a, b)
     new_a, new_b = scores.score_battle(
         old_a, old_b, (battle.first.score, battle.second.score), (battle.first.firsts, battle.second.firsts), rounds, when
@@ -60,7 +61,23 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
         total = total - scores.contribution(old) + scores.contribution(new)
         pairings.put_totals(db, rumble_id, bot, total, scores.summary(total), max(last, when))
         counts.append(total.battles)
+    share = scores.battle_percent(battle.first.score, battle.second.score) / 100.0
+    for bot, rated in zip((a, b), rate(copy.field, a, b, new_a, new_b, share, when)):
+        rating_rows.put_ratings(db, rumble_id, bot, rated)
+    copy.seen = (battle_id, *copy.seen[1:])
     return Applied(True, battle_id, (counts[0], counts[1]))
+
+
+def rate(field: online.Field, a: int, b: int, new_a: Pairing, new_b: Pairing, share_a: float, when: str) -> tuple:
+    """Record a battle's pairings in ``field`` and rate both bots; the field keeps the new ratings."""
+    for bot in (a, b):
+        field.set_active(bot, True)
+    field.set_pairing(a, b, new_a.aps)
+    field.set_pairing(b, a, new_b.aps)
+    rated = online.rate_battle(field, a, b, share_a, online.seconds(when))
+    for bot, value in zip((a, b), rated):
+        field.set_ratings(bot, value)
+    return rated
 
 
 def with_receipt(battle: Battle, remote_addr: str | None) -> Battle:
@@ -93,9 +110,12 @@ def retire(db: Store, rumble_id: int, bot: int, now: str, source: str) -> bool:
     """
     if not bots.participant_state(db, rumble_id, bot):
         return False
-    bots.record_event(db, rumble_id, bot, False, now, source)
+    copy = fields.current(db, rumble_id)
+    event = bots.record_event(db, rumble_id, bot, False, now, source)
     bots.set_active(db, rumble_id, bot, False, now)
     _shift_opponents(db, rumble_id, bot, -1)
+    copy.field.set_active(bot, False)
+    copy.seen = (copy.seen[0], event, copy.seen[2])
     return True
 
 
@@ -106,50 +126,6 @@ def _shift_opponents(db: Store, rumble_id: int, bot: int, sign: int) -> None:
         part = scores.contribution(pairing)
         total = total + part if sign > 0 else total - part
         pairings.put_totals(db, rumble_id, opponent, total, scores.summary(total), last)
-
-
-def rebuild_rumble(db: Store, game: str, rounds: int, min_battles: int, progress: Callable[[int], None] | None = None) -> int:
-    """Recompute a rumble's pairings and summaries from its log (caller holds the transaction).
-
-    Returns the number of battles replayed; ``progress(n)`` is called as battles are replayed.
-    """
-    rumble_id = find_rumble_id(db, game)
-    if rumble_id is None:
-        raise LookupError(f"rumble {game!r} is not in the database")
-    state: dict[tuple[int, int], Pairing] = {}
-    replayed = 0
-    for logged in battle_log.iter_scored_battles(db, rumble_id):
-        a, b = logged.first_id, logged.second_id
-        state[a, b], state[b, a] = scores.score_battle(
-            state.get((a, b)), state.get((b, a)), (logged.first_score, logged.second_score),
-            (logged.first_firsts, logged.second_firsts), rounds, logged.received_at,
-        )  # fmt: skip
-        replayed += 1
-        if progress and replayed % 10_000 == 0:
-            progress(10_000)
-    if progress:
-        progress(replayed % 10_000)
-    held = queue.held_pairs(db, rumble_id)  # queued or recently handed out: kept out of the index
-    pairings.clear_rumble(db, rumble_id)
-    pairings.put_pairings(
-        db,
-        (
-            (rumble_id, a, b, p.battles, p.aps, p.aps_m2, p.survival, p.last_battle,
-             priority.pairing_priority(p, min_battles) if a < b and (a, b) not in held else None)
-            for (a, b), p in sorted(state.items())
-        ),
-    )  # fmt: skip
-    active = pairings.active_ids(db, rumble_id)
-    per_bot: dict[int, list[Pairing]] = {}
-    last: dict[int, str] = {}
-    for (a, b), p in state.items():
-        last[a] = max(last.get(a, ""), p.last_battle)
-        if b in active:
-            per_bot.setdefault(a, []).append(p)
-    for bot in sorted(last):
-        total = scores.totals_of(per_bot.get(bot, ()))
-        pairings.put_totals(db, rumble_id, bot, total, scores.summary(total), last[bot])
-    return replayed
 
 
 def next_priority_battle(db: Store, game: str, batch: int, min_battles: int, hold_minutes: float, rng: random.Random) -> tuple[str, str] | None:

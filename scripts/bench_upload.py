@@ -4,7 +4,7 @@
    1,194 bots of the 2023 LiteRumble snapshot, plus synthesized ones at APS 50. Battle scores are
    sampled around a Bradley-Terry model fitted so that each bot's APS comes out near its real APS;
    the battles go into the log through ``rumble.store.battles.append_battle`` and the pairings and
-   summaries are computed by ``rumble.ingest.rebuild_rumble``, in one transaction.
+   summaries are computed by ``rumble.rebuild.rebuild_rumble``, in one transaction.
 2. Starts the real server (``python -m rumble serve``) on a copy of that database.
 3. Drives it over loopback with concurrent client processes that send the real client's upload
    bodies (``format_upload``), one connection per request, as gunicorn's sync workers expect.
@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from rumble import ingest, settings, store
+from rumble import ingest, rebuild, settings, store
 from rumble.app import prepare_database
 from rumble.battle import Battle, Side
 from rumble.protocol.games import RumbleSettings, load_rumbles
@@ -222,7 +222,7 @@ def build_database(path: Path, ladder: Ladder, rumble: RumbleSettings, per_pairi
             append_ladder(db, ladder, rumble, per_pairing, seed)
             total = battle_log.count_battles(db)
             with tqdm(total=total, desc="rebuild pairings", unit="battle", unit_scale=True) as bar:
-                ingest.rebuild_rumble(db, rumble.name, rumble.rounds, values["PRIORITY_MIN_BATTLES"], bar.update)
+                rebuild.rebuild_rumble(db, rumble.name, rumble.rounds, values["PRIORITY_MIN_BATTLES"], bar.update)
     finally:
         db.close()  # the last connection to close checkpoints the WAL into the file
     Path(f"{building}.lock").unlink(missing_ok=True)

@@ -37,11 +37,16 @@ PERIODS_TO_UNRATED = 365  # a year without battles makes a settled bot as uncert
 C = math.sqrt((RD_UNRATED**2 - RD_TYPICAL**2) / PERIODS_TO_UNRATED)  # = 18.13; seed 001's recipe
 
 
-def decay(rd: float, elapsed_periods: float, c: float = C) -> float:
-    """RD after ``elapsed_periods`` rating periods without games: min(sqrt(RD² + c²·t), 350) (step 1)."""
-    if elapsed_periods < 0:
+def decay(rd, elapsed_periods, c: float = C):
+    """RD after ``elapsed_periods`` rating periods without games: min(sqrt(RD² + c²·t), 350) (step 1).
+
+    Floats or equal-length arrays (the opponents of an all-pairings update, each since its own last update).
+    """
+    t = np.asarray(elapsed_periods, dtype=float)
+    if np.any(t < 0):
         raise ValueError(f"elapsed time is negative: {elapsed_periods} periods")
-    return min(math.sqrt(rd**2 + c**2 * elapsed_periods), RD_UNRATED)
+    grown = np.minimum(np.sqrt(np.square(rd) + c**2 * t), RD_UNRATED)
+    return float(grown) if grown.ndim == 0 else grown
 
 
 def periods(elapsed_seconds: float, period_seconds: float = PERIOD_SECONDS) -> float:

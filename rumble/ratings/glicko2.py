@@ -105,27 +105,30 @@ def volatility(sigma: float, delta: float, phi: float, v: float, tau: float = TA
     raise VolatilityNotConverged(f"|B - A| = {abs(B - A)} after {MAX_ITERATIONS} iterations")
 
 
-def grow(rd: float, sigma: float, t: float) -> float:
+def grow(rd, sigma, t):
     """RD after t rating periods (t may be partial) without games: phi' = sqrt(phi² + t·sigma²), capped.
 
     Computed on the RD scale, RD' = sqrt(RD² + t·(173.7178·sigma)²), so that t = 0 returns RD exactly.
+    Floats or equal-length arrays.
     """
-    return clamp(math.sqrt(rd**2 + t * (SCALE * sigma) ** 2), RD_MIN, RD_MAX)
+    grown = np.clip(np.sqrt(np.square(rd) + t * np.square(SCALE * np.asarray(sigma))), RD_MIN, RD_MAX)
+    return float(grown) if grown.ndim == 0 else grown
 
 
-def whole_days(elapsed_seconds: float) -> int:
+def whole_days(elapsed_seconds):
     """Elapsed time in whole days, the unit seed 000 counts inactivity in (a partial day is dropped)."""
-    return int(elapsed_seconds // DAY_SECONDS)
+    days = np.floor_divide(elapsed_seconds, DAY_SECONDS)
+    return int(days) if np.ndim(days) == 0 else days
 
 
-def inactivity(rd: float, sigma: float, days: int) -> float:
+def inactivity(rd, sigma, days):
     """RD after ``days`` whole days without battles: t = days/14 periods in one step (seed 000).
 
     The rating and volatility do not change. A long absence ends at RD_MAX, never above.
     """
-    if days < 0:
+    if np.any(np.asarray(days) < 0):
         raise ValueError(f"elapsed time is negative: {days} days")
-    return grow(rd, sigma, days / PERIOD_DAYS)
+    return grow(rd, sigma, np.asarray(days) / PERIOD_DAYS)
 
 
 def update(r: float, rd: float, sigma: float, opp_r, opp_rd, scores, tau: float = TAU) -> Rating:

@@ -63,10 +63,10 @@ def active_count(db: Store, rumble_id: int) -> int:
     return db.execute("SELECT count(*) FROM participants WHERE rumble_id = ? AND active = 1", (rumble_id,)).fetchone()[0]
 
 
-def record_event(db: Store, rumble_id: int, bot: int, active: bool, now: str, source: str) -> None:
-    """Log a retirement (active False) or restoration, placed after the newest battle of the log."""
-    db.execute(
+def record_event(db: Store, rumble_id: int, bot: int, active: bool, now: str, source: str) -> int:
+    """Log a retirement (active False) or restoration, placed after the newest battle of the log; its id."""
+    return db.execute(
         "INSERT INTO participant_events (rumble_id, bot_id, active, after_battle_id, happened_at, source) "
         "VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM battles), ?, ?)",
         (rumble_id, bot, int(active), now, source),
-    )
+    ).lastrowid

@@ -15,8 +15,16 @@ RANKING_ORDER = {
     "pairings": "s.pairings",
     "battles": "s.battles",
     "last_battle": "s.last_battle",
+    "elo": "g.elo",
+    "glicko": "g.glicko",
+    "glicko2": "g.glicko2",
+    "rank_points": "g.rank_points",
+    "xonstat": "g.xonstat",
 }
-RANKING_COLUMNS = ("name", "aps", "aps_ci", "pwin", "pl", "survival", "pairings", "battles", "last_battle", "wins", "draws", "losses")
+RANKING_COLUMNS = (
+    "name", "aps", "aps_ci", "pwin", "pl", "survival", "pairings", "battles", "last_battle", "wins", "draws", "losses",
+    "elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volatility", "rank_points", "xonstat",
+)  # fmt: skip
 
 
 def ranking_rows(db: Store, rumble_id: int, order: str = "-aps") -> list[dict]:
@@ -32,9 +40,12 @@ def ranking_rows(db: Store, rumble_id: int, order: str = "-aps") -> list[dict]:
     rows = db.execute(
         "SELECT b.full_name, s.aps, s.aps_ci, s.pwin, s.pl, s.survival, s.pairings, s.battles, "
         "substr(s.last_battle, 1, 19), s.wins, s.draws, s.losses, "
+        "g.elo, g.glicko, g.glicko_rd, g.glicko2, g.glicko2_rd, g.glicko2_volatility, g.rank_points, g.xonstat, "
         "row_number() OVER (ORDER BY s.aps DESC, b.full_name) FROM bot_summaries s "
         "JOIN participants p ON p.rumble_id = s.rumble_id AND p.bot_id = s.bot_id "
-        "JOIN bots b ON b.id = s.bot_id WHERE s.rumble_id = ? AND p.active = 1 "
+        "JOIN bots b ON b.id = s.bot_id "
+        "LEFT JOIN ratings g ON g.rumble_id = s.rumble_id AND g.bot_id = s.bot_id "
+        "WHERE s.rumble_id = ? AND p.active = 1 "
         f"ORDER BY {RANKING_ORDER[key]} {direction} NULLS LAST, s.aps DESC, b.full_name",
         (rumble_id,),
     ).fetchall()
@@ -63,4 +74,5 @@ def snapshot(db: Store, rumble_id: int | None = None) -> dict[str, list[tuple]]:
     return {
         "pairings": db.execute(f"SELECT {columns} FROM pairings {where} ORDER BY rumble_id, bot_id, opponent_id", params).fetchall(),
         "bot_summaries": db.execute(f"SELECT * FROM bot_summaries {where} ORDER BY rumble_id, bot_id", params).fetchall(),
+        "ratings": db.execute(f"SELECT * FROM ratings {where} ORDER BY rumble_id, bot_id", params).fetchall(),
     }

@@ -12,7 +12,7 @@ import time
 
 from flask import Blueprint, Response, current_app, request
 
-from rumble import ingest, store
+from rumble import fields, ingest, store
 from rumble.protocol import ProtocolError, replies
 from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fields
@@ -54,9 +54,11 @@ def uploaded_results() -> Response:
         check_upload(battle, rumble, policy, int(time.time() * 1000))
     except ProtocolError as error:
         return _text(replies.refused(str(error)))
-    battle = ingest.with_receipt(battle, request.remote_addr)
     db = get_db()
+    fields.preload(db, rumble_id(db, battle.game))  # a worker's first upload reads the rumble outside the lock
     with store.write(db):
+        # Stamped under the write lock, so receive times never go backwards along the log.
+        battle = ingest.with_receipt(battle, request.remote_addr)
         applied = ingest.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
         pair = None
         if applied.stored:

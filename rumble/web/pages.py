@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, current_app, jsonify, render_template, request
 
+from rumble.ratings.online import PROVISIONAL_RD, provisional
 from rumble.store import rumbles as rumble_store
 from rumble.store import tables
 from rumble.web import get_db
@@ -16,6 +17,11 @@ COLUMN_TITLES = {
     "pwin": "PWIN",
     "pl": "PL",
     "survival": "Survival",
+    "elo": "Elo",
+    "glicko": "Glicko ± 2RD",
+    "glicko2": "Glicko-2 ± 2RD",
+    "rank_points": "RP",
+    "xonstat": "XonStat Elo",
     "pairings": "Pairings",
     "battles": "Battles",
     "last_battle": "Last battle (UTC)",
@@ -39,14 +45,20 @@ def rankings():
     db = get_db()
     rid = rumble_store.rumble_id(db, game)
     try:
-        rows = tables.ranking_rows(db, rid, order)
+        rows = [_with_provisional(row) for row in tables.ranking_rows(db, rid, order)]
     except KeyError:
         abort(400, description=f"Cannot sort by {order!r}; use one of {', '.join(tables.RANKING_ORDER)} (with - for descending).")
     if request.args.get("api") == "1":
         return jsonify(rows)
-    return render_template("rankings.html", game=game, rows=rows, order=order, titles=COLUMN_TITLES)
+    return render_template("rankings.html", game=game, rows=rows, order=order, titles=COLUMN_TITLES, provisional_rd=PROVISIONAL_RD)
+
+
+def _with_provisional(row: dict) -> dict:
+    """Mark a bot whose Glicko-2 deviation is still high (rumble.ratings.online.provisional)."""
+    row["provisional"] = row["glicko2_rd"] is None or provisional(row["glicko2_rd"])
+    return row
 
 
 @bp.get("/ScoreExplanation")
 def score_explanation():
-    return render_template("explanation.html")
+    return render_template("explanation.html", provisional_rd=PROVISIONAL_RD)

@@ -13,7 +13,8 @@ from conftest import battle
 from rumble import store
 from rumble.app import create_app
 from rumble.importer import read_battles, store_battles
-from rumble.ingest import rebuild_rumble, retire
+from rumble.ingest import retire
+from rumble.rebuild import rebuild_rumble
 from rumble.store.bots import find_bot
 from rumble.store.rumbles import rumble_id
 from rumble.protocol.games import load_rumbles
@@ -97,14 +98,16 @@ def test_import_of_an_export_reproduces_the_tables(app, client, upload, tmp_path
     fresh = store.connect(fresh_app.config["RUMBLE"]["DB"])
     rumbles = load_rumbles()
     assert store_battles(fresh, read_battles(path, rumbles), rumbles, 3) == len(list(log_rows(db)))
-    # Retirements are not battles: apply the same ones; the tables then agree bit for bit with no
-    # rebuild, because a summary depends only on the final pairings and who is active.
+    # Retirements are not battles: apply the same ones; pairings and summaries then agree bit for
+    # bit with no rebuild, because a summary depends only on the final pairings and who is active.
+    # (Ratings also depend on *when* each retirement happened, which an export of battles lacks.)
     retired = db.execute("SELECT r.name, b.full_name FROM participants p JOIN rumbles r ON r.id = p.rumble_id "
                          "JOIN bots b ON b.id = p.bot_id WHERE NOT p.active").fetchall()  # fmt: skip
     assert retired
     with store.write(fresh):
         for game, name in retired:
             retire(fresh, rumble_id(fresh, game), find_bot(fresh, name), store.utc_now(), "test")
-    assert snapshot(fresh) == snapshot(db)
+    tables = ("pairings", "bot_summaries")
+    assert [snapshot(fresh)[t] for t in tables] == [snapshot(db)[t] for t in tables]
     db.close()
     fresh.close()

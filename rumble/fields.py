@@ -1,0 +1,84 @@
+"""Each process's in-memory copy of a rumble's ratings field, kept in step with the database.
+
+The all-pairings rating updates read a bot's whole row of pairings and every opponent's ratings
+on each upload; reading those from SQLite each time would cost more than the rest of the upload.
+So every server worker keeps a ``Field`` per rumble (rumble/ratings/online.py) and, at the start
+of each write transaction, brings it up to date: after battles stored by other workers it reloads
+just the pairings and ratings those battles touched; after a retirement, a rebuild or anything
+else that bumps the rumble's generation it reloads the rumble whole. The copy lives in the
+connection's cache, which a rolled-back transaction clears, so it never keeps a value the
+database does not have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rumble.ratings.online import Field
+from rumble.store import Store
+from rumble.store import ratings as rating_rows
+
+
+@dataclass
+class RumbleCopy:
+    field: Field
+    seen: tuple[int, int, int]  # (last battle id, last event id, generation) it reflects
+
+
+def _key(rumble_id: int) -> tuple[str, int]:
+    return ("field", rumble_id)
+
+
+def load(db: Store, rumble_id: int) -> RumbleCopy:
+    """Read a rumble's participants, pairing APS and ratings into a new Field."""
+    seen = rating_rows.version(db, rumble_id)
+    field = Field()
+    people = sorted(rating_rows.participants(db, rumble_id))
+    for bot, active in people:
+        field.set_active(bot, active)
+    rows = rating_rows.pairing_aps(db, rumble_id)
+    if rows:
+        ids = np.asarray(field.ids)
+        table = np.asarray(rows, dtype=float)
+        where = np.searchsorted(ids, table[:, :2].astype(np.int64))
+        field.aps[where[:, 0], where[:, 1]] = table[:, 2] / 100.0
+    for bot, ratings in rating_rows.ratings_of(db, rumble_id).items():
+        field.set_ratings(bot, ratings)
+    return RumbleCopy(field, seen)
+
+
+def preload(db: Store, rumble_id: int) -> None:
+    """Load the rumble's copy ahead of a write transaction (it is only read, so no lock is held)."""
+    if _key(rumble_id) not in db._cache:
+        db._cache[_key(rumble_id)] = load(db, rumble_id)
+
+
+def current(db: Store, rumble_id: int) -> RumbleCopy:
+    """The rumble's copy, brought up to date (call inside the write transaction)."""
+    copy = db._cache.get(_key(rumble_id))
+    seen = rating_rows.version(db, rumble_id)
+    if copy is None or copy.seen[1:] != seen[1:]:
+        copy = db._cache[_key(rumble_id)] = load(db, rumble_id)
+    elif copy.seen[0] != seen[0]:
+        _catch_up(db, rumble_id, copy)
+    copy.seen = seen
+    return copy
+
+
+def _catch_up(db: Store, rumble_id: int, copy: RumbleCopy) -> None:
+    """Reload what the battles stored since the copy's last one changed."""
+    battles = rating_rows.battles_since(db, rumble_id, copy.seen[0])
+    bots = sorted({bot for _, a, b in battles for bot in (a, b)})
+    field = copy.field
+    for bot, active in rating_rows.participants(db, rumble_id, bots):
+        field.set_active(bot, active)
+    for bot, opponent, aps in rating_rows.pairing_aps(db, rumble_id, sorted({(a, b) for _, a, b in battles})):
+        field.set_pairing(bot, opponent, aps)
+    for bot, ratings in rating_rows.ratings_of(db, rumble_id, bots).items():
+        field.set_ratings(bot, ratings)
+
+
+def forget(db: Store, rumble_id: int) -> None:
+    db._cache.pop(_key(rumble_id), None)

@@ -1,0 +1,176 @@
+"""Every rating of one rumble, updated on each battle: a rumble's field as arrays, and the step.
+
+A ``Field`` holds one rumble's participants by position, always in bot-id order (so that a
+bot's live pairings reach numpy's sums in the same order online and in a rebuild): whether each
+is active, the pairing APS matrix (fractions 0..1, NaN where two bots never met) and every rating
+as an array.
+``rate_battle`` then does each all-pairings update (RoboRumble Elo, Glicko, Glicko-2) as a few
+numpy operations over a bot's live pairings, and the per-battle ones (Rank Points, XonStat Elo).
+
+For one battle of A against B, both bots are rated from the values as they stood before it
+(seed 004: "Do the same for B"), over their pairings *after* it (the pairing APS now includes the
+battle). Time matters twice: a bot's own deviation grows for the time since its last update
+(Glicko: seed 001's decay; Glicko-2: seed 000's inactivity in whole days), and each opponent's
+deviation is taken as grown for the time since *its* last update, the uncertainty it has now.
+
+Pure code: numpy only. The same Field and step serve the upload path (a worker keeps its Field in
+step with the database) and the rebuild (a fresh Field fed the log in order), which is why the
+two agree bit for bit: same inputs, in the same order, through the same operations.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from rumble.ratings import elo, glicko, glicko2, rank_points, xonstat
+
+PROVISIONAL_RD = 100.0  # a rating whose deviation is above this is shown as provisional (see explain)
+_FIELDS = ("elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volatility", "rank_points", "xonstat", "rated_at")
+
+
+_NEW = {  # a new bot's values, from each method's module
+    "elo": elo.START, "glicko": glicko.R_UNRATED, "glicko_rd": glicko.RD_UNRATED, "glicko2": glicko2.R_UNRATED,
+    "glicko2_rd": glicko2.RD_UNRATED, "glicko2_volatility": glicko2.SIGMA_UNRATED, "rank_points": rank_points.START,
+    "xonstat": xonstat.START,
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class BotRatings:
+    """One bot's ratings in one rumble; ``rated_at`` is the time of its last update (s since 1970)."""
+
+    elo: float = _NEW["elo"]
+    glicko: float = _NEW["glicko"]
+    glicko_rd: float = _NEW["glicko_rd"]
+    glicko2: float = _NEW["glicko2"]
+    glicko2_rd: float = _NEW["glicko2_rd"]
+    glicko2_volatility: float = _NEW["glicko2_volatility"]
+    rank_points: float = _NEW["rank_points"]
+    xonstat: float = _NEW["xonstat"]
+    rated_at: float = float("nan")  # never rated
+    xonstat_battles: int = 0
+
+
+def seconds(received_at: str) -> float:
+    """A store time "YYYY-MM-DD HH:MM:SS.mmm" (UTC) as seconds since 1970."""
+    whole = calendar.timegm(time.strptime(received_at[:19], "%Y-%m-%d %H:%M:%S"))
+    return whole + int(received_at[20:23] or 0) / 1000.0
+
+
+class Field:
+    """A rumble's participants, pairing matrix and ratings as arrays (grown as bots arrive)."""
+
+    def __init__(self, capacity: int = 16):
+        self.ids: list[int] = []
+        self.position: dict[int, int] = {}
+        self.active = np.zeros(capacity, dtype=bool)
+        self.aps = np.full((capacity, capacity), np.nan)
+        self.values = {name: np.full(capacity, getattr(BotRatings(), name)) for name in _FIELDS}
+        self.xonstat_battles = np.zeros(capacity, dtype=np.int64)
+
+    def add(self, bot: int) -> int:
+        """The position of ``bot``, adding it (inactive, unrated) if it is new."""
+        found = self.position.get(bot)
+        if found is not None:
+            return found
+        n = len(self.ids)
+        if n == len(self.active):
+            self._resize(2 * n)
+        if n and bot < self.ids[-1]:  # rare: an older bot joins this rumble; keep id order
+            self._insert(bot)
+        else:
+            self.ids.append(bot)
+            self.position[bot] = n
+        return self.position[bot]
+
+    def _resize(self, capacity: int) -> None:
+        n = len(self.ids)
+        old_aps, self.aps = self.aps, np.full((capacity, capacity), np.nan)
+        self.aps[:n, :n] = old_aps[:n, :n]
+        self.active = np.concatenate([self.active[:n], np.zeros(capacity - n, dtype=bool)])
+        for name, array in self.values.items():
+            self.values[name] = np.concatenate([array[:n], np.full(capacity - n, getattr(BotRatings(), name))])
+        self.xonstat_battles = np.concatenate([self.xonstat_battles[:n], np.zeros(capacity - n, dtype=np.int64)])
+
+    def _insert(self, bot: int) -> None:
+        """Add ``bot`` in its id-order place, moving every later bot one position on."""
+        n = len(self.ids)
+        at = int(np.searchsorted(self.ids, bot))
+        order = np.r_[0:at, n, at:n]  # the new layout, in terms of old positions (n: the new, empty slot)
+        self.aps[: n + 1, : n + 1] = self.aps[np.ix_(order, order)]
+        self.active[: n + 1] = self.active[order]
+        for array in self.values.values():
+            array[: n + 1] = array[order]
+        self.xonstat_battles[: n + 1] = self.xonstat_battles[order]
+        self.ids.insert(at, bot)
+        self.position = {b: i for i, b in enumerate(self.ids)}
+
+    # Each setter finds the position first: adding a bot may replace the arrays.
+    def set_active(self, bot: int, active: bool) -> None:
+        i = self.add(bot)
+        self.active[i] = active
+
+    def set_pairing(self, bot: int, opponent: int, aps_percent: float) -> None:
+        """Record ``bot``'s pairing APS (in percent) against ``opponent``."""
+        i, j = self.add(bot), self.add(opponent)
+        i = self.position[bot]  # adding the opponent may have moved the bot
+        self.aps[i, j] = aps_percent / 100.0
+
+    def ratings(self, bot: int) -> BotRatings:
+        i = self.add(bot)
+        return BotRatings(**{name: float(array[i]) for name, array in self.values.items()},
+                          xonstat_battles=int(self.xonstat_battles[i]))  # fmt: skip
+
+    def set_ratings(self, bot: int, ratings: BotRatings) -> None:
+        i = self.add(bot)
+        for name, array in self.values.items():
+            array[i] = getattr(ratings, name)
+        self.xonstat_battles[i] = ratings.xonstat_battles
+
+
+def _all_pairings(field: Field, bot: int, now: float) -> tuple[float, tuple[float, float], glicko2.Rating]:
+    """The bot's new Elo, Glicko (r, RD) and Glicko-2 value from all its live pairings."""
+    i = field.position[bot]
+    row = field.aps[i, : len(field.ids)]
+    live = np.flatnonzero(~np.isnan(row) & field.active[: len(field.ids)])
+    scores = row[live]
+    v = field.values
+    # Time since each one's last update: 0 if never rated, and never negative (a clock stepped back).
+    since = np.maximum(np.nan_to_num(now - v["rated_at"][live]), 0.0)
+    mine = max(float(np.nan_to_num(now - v["rated_at"][i])), 0.0)
+
+    new_elo = v["elo"][i] + elo.delta(v["elo"][i], v["elo"][live], scores)
+    rd1 = glicko.decay(v["glicko_rd"][i], glicko.periods(mine))
+    opp_rd1 = glicko.decay(v["glicko_rd"][live], glicko.periods(since))
+    new_glicko = glicko.update(v["glicko"][i], rd1, v["glicko"][live], opp_rd1, scores)
+    rd2 = glicko2.inactivity(v["glicko2_rd"][i], v["glicko2_volatility"][i], glicko2.whole_days(mine))
+    opp_rd2 = glicko2.inactivity(v["glicko2_rd"][live], v["glicko2_volatility"][live], glicko2.whole_days(since))
+    new_glicko2 = glicko2.update(v["glicko2"][i], rd2, v["glicko2_volatility"][i], v["glicko2"][live], opp_rd2, scores)
+    return float(new_elo), new_glicko, new_glicko2
+
+
+def rate_battle(field: Field, a: int, b: int, share_a: float, now: float, upset_bonus: float = rank_points.UPSET_BONUS) -> tuple[BotRatings, BotRatings]:
+    """Both bots' ratings after a battle A vs B (their pairings already updated in ``field``).
+
+    ``share_a``: A's share of the battle's total score (0.5 when neither scored); ``now``: the
+    battle's receive time in seconds.
+    """
+    before = {bot: field.ratings(bot) for bot in (a, b)}
+    updated = {bot: _all_pairings(field, bot, now) for bot in (a, b)}
+    xo_a, xo_b = xonstat.update(before[a].xonstat, before[b].xonstat, before[a].xonstat_battles,
+                                before[b].xonstat_battles, share_a)  # fmt: skip
+    result = []
+    for bot, other, share, xo in ((a, b, share_a, xo_a), (b, a, 1.0 - share_a, xo_b)):
+        new_elo, (g_r, g_rd), g2 = updated[bot]
+        rp = rank_points.update(before[bot].rank_points, g2.r, g2.rd, share, before[bot].glicko2, before[other].glicko2, upset_bonus)
+        result.append(BotRatings(new_elo, g_r, g_rd, g2.r, g2.rd, g2.sigma, rp, xo, now, before[bot].xonstat_battles + 1))
+    return result[0], result[1]
+
+
+def provisional(rd: float) -> bool:
+    """True while a deviation is too high to trust the rating (shown with a "?")."""
+    return rd > PROVISIONAL_RD

@@ -1,0 +1,82 @@
+"""Ratings rows, and what a server worker reads to keep its in-memory copy of a rumble current."""
+
+from __future__ import annotations
+
+from rumble.ratings.online import BotRatings
+from rumble.store import Store
+
+COLUMNS = ("elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volatility", "rank_points", "xonstat",
+           "rated_at", "xonstat_battles")  # fmt: skip  (BotRatings' field order)
+_SELECT = ", ".join(COLUMNS)
+
+
+def put_ratings(db: Store, rumble_id: int, bot: int, r: BotRatings) -> None:
+    db.execute(
+        f"INSERT OR REPLACE INTO ratings (rumble_id, bot_id, {_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (rumble_id, bot, r.elo, r.glicko, r.glicko_rd, r.glicko2, r.glicko2_rd, r.glicko2_volatility, r.rank_points,
+         r.xonstat, r.rated_at, r.xonstat_battles),
+    )  # fmt: skip
+
+
+def ratings_of(db: Store, rumble_id: int, bots: list[int] | None = None) -> dict[int, BotRatings]:
+    """The ratings rows of a rumble (of ``bots`` only, if given)."""
+    sql = f"SELECT bot_id, {_SELECT} FROM ratings WHERE rumble_id = ?"
+    params: list = [rumble_id]
+    if bots is not None:
+        sql += f" AND bot_id IN ({', '.join('?' * len(bots))})"
+        params += bots
+    return {row[0]: BotRatings(*row[1:]) for row in db.execute(sql, params)}
+
+
+def clear_ratings(db: Store, rumble_id: int) -> None:
+    db.execute("DELETE FROM ratings WHERE rumble_id = ?", (rumble_id,))
+
+
+def version(db: Store, rumble_id: int) -> tuple[int, int, int]:
+    """What a copy of the rumble must have seen to be current: (last battle id, last event id, generation)."""
+    return db.execute(
+        "SELECT (SELECT coalesce(max(id), 0) FROM battles WHERE rumble_id = ?), "
+        "(SELECT coalesce(max(id), 0) FROM participant_events WHERE rumble_id = ?), "
+        "(SELECT generation FROM rumbles WHERE id = ?)",
+        (rumble_id, rumble_id, rumble_id),
+    ).fetchone()
+
+
+def bump_generation(db: Store, rumble_id: int) -> None:
+    db.execute("UPDATE rumbles SET generation = generation + 1 WHERE id = ?", (rumble_id,))
+
+
+def battles_since(db: Store, rumble_id: int, battle_id: int) -> list[tuple[int, int, int]]:
+    """(id, first bot, second bot) of the rumble's battles after ``battle_id``."""
+    return db.execute(
+        "SELECT id, first_bot_id, second_bot_id FROM battles WHERE rumble_id = ? AND id > ? ORDER BY id",
+        (rumble_id, battle_id),
+    ).fetchall()
+
+
+def participants(db: Store, rumble_id: int, bots: list[int] | None = None) -> list[tuple[int, bool]]:
+    sql = "SELECT bot_id, active FROM participants WHERE rumble_id = ?"
+    params: list = [rumble_id]
+    if bots is not None:
+        sql += f" AND bot_id IN ({', '.join('?' * len(bots))})"
+        params += bots
+    return [(bot, bool(active)) for bot, active in db.execute(sql, params)]
+
+
+def pairing_aps(db: Store, rumble_id: int, pairs: list[tuple[int, int]] | None = None) -> list[tuple[int, int, float]]:
+    """(bot, opponent, APS) of the rumble's pairings (of the given pairs, both ways, if given)."""
+    if pairs is None:
+        return db.execute("SELECT bot_id, opponent_id, aps FROM pairings WHERE rumble_id = ?", (rumble_id,)).fetchall()
+    rows = []
+    for a, b in pairs:
+        rows += db.execute(
+            "SELECT bot_id, opponent_id, aps FROM pairings WHERE rumble_id = ? AND bot_id IN (?, ?) AND opponent_id IN (?, ?)",
+            (rumble_id, a, b, a, b),
+        ).fetchall()
+    return rows
+
+
+def events_in_order(db: Store, rumble_id: int) -> list[tuple[int, int, bool, int]]:
+    """(event id, bot, active, after battle id) of the rumble's retirements and restorations, in order."""
+    return [(e, bot, bool(active), after) for e, bot, active, after in db.execute(
+        "SELECT id, bot_id, active, after_battle_id FROM participant_events WHERE rumble_id = ? ORDER BY id", (rumble_id,))]  # fmt: skip
