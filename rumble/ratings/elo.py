@@ -26,6 +26,11 @@ def expected_score(rating, opponent):
     return 1.0 / (1.0 + np.power(BASE, (opponent - rating) / SCALE))
 
 
+def surprise(rating, opponent_ratings, scores):
+    """Per pairing, score_j − E(rating, r_j); ``rating`` a float or one per element (floats or arrays)."""
+    return np.asarray(scores, dtype=float) - expected_score(rating, np.asarray(opponent_ratings, dtype=float))
+
+
 def delta(rating: float, opponent_ratings, scores) -> float:
     """The rating change Σ_j 3·(score_j - E(rating, r_j)) over a bot's live pairings.
 
@@ -33,6 +38,4 @@ def delta(rating: float, opponent_ratings, scores) -> float:
     fractions 0..1. numpy's sum depends on the order of the elements, so a caller that must
     reproduce a value bit for bit passes the pairings in a fixed order.
     """
-    opponents = np.asarray(opponent_ratings, dtype=float)
-    pair = np.asarray(scores, dtype=float)
-    return float(WEIGHT * np.sum(pair - expected_score(rating, opponents)))
+    return float(WEIGHT * np.sum(surprise(rating, opponent_ratings, scores)))

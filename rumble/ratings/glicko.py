@@ -54,6 +54,23 @@ def periods(elapsed_seconds: float, period_seconds: float = PERIOD_SECONDS) -> f
     return elapsed_seconds / period_seconds
 
 
+def game_terms(rating, opp_r, opp_rd, scores) -> tuple[np.ndarray, np.ndarray]:
+    """Per opponent j, the two sums' terms of step 2: (g_j²·E_j·(1 − E_j), g_j·(s_j − E_j)).
+
+    ``rating`` is the bot's (a float, or one per element when several bots are done at once).
+    """
+    r_j, rd_j = np.asarray(opp_r, dtype=float), np.asarray(opp_rd, dtype=float)
+    g_j = g(Q * rd_j)
+    e_j = 1.0 / (1.0 + np.exp(-g_j * (Q * np.asarray(rating) - Q * r_j)))  # E(Q·r, Q·r_j, Q·RD_j)
+    return g_j**2 * e_j * (1.0 - e_j), g_j * (np.asarray(scores, dtype=float) - e_j)
+
+
+def combine(rating: float, rd: float, variance_sum: float, improvement_sum: float) -> tuple[float, float]:
+    """(r', RD') of step 2 from the sums of ``game_terms`` over the period's games."""
+    precision = 1.0 / rd**2 + Q**2 * variance_sum  # 1/RD² + 1/d²
+    return rating + Q / precision * improvement_sum, math.sqrt(1.0 / precision)
+
+
 def update(rating: float, rd: float, opp_r, opp_rd, scores) -> tuple[float, float]:
     """(r', RD') after one rating period whose games are the bot's pairings (Glickman, step 2).
 
@@ -62,14 +79,8 @@ def update(rating: float, rd: float, opp_r, opp_rd, scores) -> tuple[float, floa
     sums depend on the order of the elements: pass the pairings in a fixed order to reproduce a
     value bit for bit.
     """
-    r_j, rd_j = np.asarray(opp_r, dtype=float), np.asarray(opp_rd, dtype=float)
-    s_j = np.asarray(scores, dtype=float)
-    g_j = g(Q * rd_j)
-    e_j = E(Q * rating, Q * r_j, Q * rd_j)
-    inverse_d2 = Q**2 * float(np.sum(g_j**2 * e_j * (1.0 - e_j)))  # 1/d²
-    precision = 1.0 / rd**2 + inverse_d2  # 1/RD² + 1/d²
-    new_rating = rating + Q / precision * float(np.sum(g_j * (s_j - e_j)))
-    return new_rating, math.sqrt(1.0 / precision)
+    variance, improvement = game_terms(rating, opp_r, opp_rd, scores)
+    return combine(rating, rd, float(np.sum(variance)), float(np.sum(improvement)))
 
 
 def win_probability(r1: float, rd1: float, r2: float, rd2: float) -> float:

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from rumble.ratings.glicko_common import SCALE, E, g, to_mu, to_phi, to_r, to_rd
+from rumble.ratings.glicko_common import SCALE, g, to_mu, to_phi, to_r, to_rd
 
 TAU = 0.5  # seed 000 and RRServer: the paper's example value (its advice: between 0.3 and 1.2)
 EPSILON = 1e-6  # step 5: the paper's convergence tolerance on x = ln(sigma²)
@@ -131,6 +131,29 @@ def inactivity(rd, sigma, days):
     return grow(rd, sigma, np.asarray(days) / PERIOD_DAYS)
 
 
+def game_terms(r, opp_r, opp_rd, scores) -> tuple[np.ndarray, np.ndarray]:
+    """Per opponent j, the terms of steps 3 and 4: (g(phi_j)²·E_j·(1 − E_j), g(phi_j)·(s_j − E_j)).
+
+    ``r`` is the bot's rating (a float, or one per element when several bots are done at once).
+    """
+    mu = to_mu(np.asarray(r, dtype=float))  # step 2
+    mu_j, phi_j = to_mu(np.asarray(opp_r, dtype=float)), to_phi(np.asarray(opp_rd, dtype=float))
+    g_j = g(phi_j)
+    e_j = 1.0 / (1.0 + np.exp(-g_j * (mu - mu_j)))  # E(mu, mu_j, phi_j)
+    return g_j**2 * e_j * (1.0 - e_j), g_j * (np.asarray(scores, dtype=float) - e_j)
+
+
+def combine(r: float, rd: float, sigma: float, variance_sum: float, improvement_sum: float, tau: float = TAU) -> Rating:
+    """Steps 3-8 and the bounds, from the sums of ``game_terms`` over the period's games."""
+    mu, phi = to_mu(r), to_phi(rd)
+    v = 1.0 / variance_sum  # step 3
+    sigma_new = volatility(sigma, v * improvement_sum, phi, v, tau)  # steps 4 and 5
+    phi_star = math.sqrt(phi**2 + sigma_new**2)  # step 6
+    phi_new = 1.0 / math.sqrt(1.0 / phi_star**2 + 1.0 / v)  # step 7
+    mu_new = mu + phi_new**2 * improvement_sum
+    return Rating(to_r(mu_new), to_rd(phi_new), sigma_new).cap()  # step 8, then seed 000's bounds
+
+
 def update(r: float, rd: float, sigma: float, opp_r, opp_rd, scores, tau: float = TAU) -> Rating:
     """The value after one rating period whose games are the bot's pairings (steps 2-8, then the bounds).
 
@@ -139,16 +162,7 @@ def update(r: float, rd: float, sigma: float, opp_r, opp_rd, scores, tau: float 
     bot's last update. numpy's sums depend on the order of the elements: pass the pairings in a
     fixed order to reproduce a value bit for bit.
     """
-    s = np.asarray(scores, dtype=float)
-    if s.size == 0:  # step 6 for a player who did not compete: one period of growth
+    if np.asarray(scores).size == 0:  # step 6 for a player who did not compete: one period of growth
         return Rating(r, grow(rd, sigma, 1.0), sigma).cap()
-    mu, phi = to_mu(r), to_phi(rd)  # step 2
-    mu_j, phi_j = to_mu(np.asarray(opp_r, dtype=float)), to_phi(np.asarray(opp_rd, dtype=float))
-    g_j, e_j = g(phi_j), E(mu, mu_j, phi_j)
-    v = 1.0 / float(np.sum(g_j**2 * e_j * (1.0 - e_j)))  # step 3
-    improvement = float(np.sum(g_j * (s - e_j)))  # sum of g(phi_j)(s_j - E), shared by steps 4 and 7
-    sigma_new = volatility(sigma, v * improvement, phi, v, tau)  # steps 4 and 5
-    phi_star = math.sqrt(phi**2 + sigma_new**2)  # step 6
-    phi_new = 1.0 / math.sqrt(1.0 / phi_star**2 + 1.0 / v)  # step 7
-    mu_new = mu + phi_new**2 * improvement
-    return Rating(to_r(mu_new), to_rd(phi_new), sigma_new).cap()  # step 8, then seed 000's bounds
+    variance, improvement = game_terms(r, opp_r, opp_rd, scores)
+    return combine(r, rd, sigma, float(np.sum(variance)), float(np.sum(improvement)), tau)

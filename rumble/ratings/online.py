@@ -61,16 +61,28 @@ def seconds(received_at: str) -> float:
     return whole + int(received_at[20:23] or 0) / 1000.0
 
 
+# Rows of Field.table, in _FIELDS order.
+ELO, GLICKO, GLICKO_RD, GLICKO2, GLICKO2_RD, GLICKO2_VOLATILITY, RANK_POINTS, XONSTAT, RATED_AT = range(len(_FIELDS))
+
+
 class Field:
-    """A rumble's participants, pairing matrix and ratings as arrays (grown as bots arrive)."""
+    """A rumble's participants, pairing matrix and ratings as arrays (grown as bots arrive).
+
+    ``table[k, i]`` is value ``_FIELDS[k]`` of the bot at position i, so one fancy index gathers
+    every value of a set of opponents.
+    """
 
     def __init__(self, capacity: int = 16):
         self.ids: list[int] = []
         self.position: dict[int, int] = {}
         self.active = np.zeros(capacity, dtype=bool)
         self.aps = np.full((capacity, capacity), np.nan)
-        self.values = {name: np.full(capacity, getattr(BotRatings(), name)) for name in _FIELDS}
+        self.table = self._new_table(capacity)
         self.xonstat_battles = np.zeros(capacity, dtype=np.int64)
+
+    @staticmethod
+    def _new_table(capacity: int) -> np.ndarray:
+        return np.repeat(np.array([[_NEW.get(name, np.nan)] for name in _FIELDS]), capacity, axis=1)
 
     def add(self, bot: int) -> int:
         """The position of ``bot``, adding it (inactive, unrated) if it is new."""
@@ -92,8 +104,8 @@ class Field:
         old_aps, self.aps = self.aps, np.full((capacity, capacity), np.nan)
         self.aps[:n, :n] = old_aps[:n, :n]
         self.active = np.concatenate([self.active[:n], np.zeros(capacity - n, dtype=bool)])
-        for name, array in self.values.items():
-            self.values[name] = np.concatenate([array[:n], np.full(capacity - n, getattr(BotRatings(), name))])
+        old_table, self.table = self.table, self._new_table(capacity)
+        self.table[:, :n] = old_table[:, :n]
         self.xonstat_battles = np.concatenate([self.xonstat_battles[:n], np.zeros(capacity - n, dtype=np.int64)])
 
     def _insert(self, bot: int) -> None:
@@ -103,8 +115,7 @@ class Field:
         order = np.r_[0:at, n, at:n]  # the new layout, in terms of old positions (n: the new, empty slot)
         self.aps[: n + 1, : n + 1] = self.aps[np.ix_(order, order)]
         self.active[: n + 1] = self.active[order]
-        for array in self.values.values():
-            array[: n + 1] = array[order]
+        self.table[:, : n + 1] = self.table[:, order]
         self.xonstat_battles[: n + 1] = self.xonstat_battles[order]
         self.ids.insert(at, bot)
         self.position = {b: i for i, b in enumerate(self.ids)}
@@ -122,35 +133,53 @@ class Field:
 
     def ratings(self, bot: int) -> BotRatings:
         i = self.add(bot)
-        return BotRatings(**{name: float(array[i]) for name, array in self.values.items()},
-                          xonstat_battles=int(self.xonstat_battles[i]))  # fmt: skip
+        values = self.table[:, i].tolist()
+        return BotRatings(*values, xonstat_battles=int(self.xonstat_battles[i]))
 
     def set_ratings(self, bot: int, ratings: BotRatings) -> None:
         i = self.add(bot)
-        for name, array in self.values.items():
-            array[i] = getattr(ratings, name)
+        self.table[:, i] = [getattr(ratings, name) for name in _FIELDS]
         self.xonstat_battles[i] = ratings.xonstat_battles
 
 
-def _all_pairings(field: Field, bot: int, now: float) -> tuple[float, tuple[float, float], glicko2.Rating]:
-    """The bot's new Elo, Glicko (r, RD) and Glicko-2 value from all its live pairings."""
-    i = field.position[bot]
-    row = field.aps[i, : len(field.ids)]
-    live = np.flatnonzero(~np.isnan(row) & field.active[: len(field.ids)])
-    scores = row[live]
-    v = field.values
-    # Time since each one's last update: 0 if never rated, and never negative (a clock stepped back).
-    since = np.maximum(np.nan_to_num(now - v["rated_at"][live]), 0.0)
-    mine = max(float(np.nan_to_num(now - v["rated_at"][i])), 0.0)
+def _all_pairings(field: Field, a: int, b: int, now: float) -> list[tuple[float, tuple[float, float], glicko2.Rating]]:
+    """For A then B: the new Elo, Glicko (r, RD) and Glicko-2 value from all its live pairings.
 
-    new_elo = v["elo"][i] + elo.delta(v["elo"][i], v["elo"][live], scores)
-    rd1 = glicko.decay(v["glicko_rd"][i], glicko.periods(mine))
-    opp_rd1 = glicko.decay(v["glicko_rd"][live], glicko.periods(since))
-    new_glicko = glicko.update(v["glicko"][i], rd1, v["glicko"][live], opp_rd1, scores)
-    rd2 = glicko2.inactivity(v["glicko2_rd"][i], v["glicko2_volatility"][i], glicko2.whole_days(mine))
-    opp_rd2 = glicko2.inactivity(v["glicko2_rd"][live], v["glicko2_volatility"][live], glicko2.whole_days(since))
-    new_glicko2 = glicko2.update(v["glicko2"][i], rd2, v["glicko2_volatility"][i], v["glicko2"][live], opp_rd2, scores)
-    return float(new_elo), new_glicko, new_glicko2
+    Both bots are done in one pass: their live pairings are laid end to end (A's, then B's, each in
+    position order), every per-pairing term is computed once over that, and ``np.add.reduceat``
+    sums each bot's stretch.
+    """
+    n = len(field.ids)
+    own = [field.position[a], field.position[b]]
+    live = [np.flatnonzero(~np.isnan(row) & field.active[:n]) for row in field.aps[own, :n]]
+    opponents = np.concatenate(live)
+    starts = [0, len(live[0])]
+    me = np.repeat(own, [len(live[0]), len(live[1])])  # whose pairing each element is
+    scores = field.aps[me, opponents]
+    t = field.table[:, np.concatenate((opponents, own))]  # the opponents' values, then A's and B's
+    mine = field.table[:, me]
+    # Time since each one's last update: 0 if never rated, and never negative (a clock stepped back).
+    elapsed = np.fmax(now - t[RATED_AT], 0.0)
+    rd1 = glicko.decay(t[GLICKO_RD], glicko.periods(elapsed))
+    rd2 = glicko2.inactivity(t[GLICKO2_RD], t[GLICKO2_VOLATILITY], glicko2.whole_days(elapsed))
+    m = len(opponents)
+
+    def sums(terms) -> list[np.ndarray]:
+        return [np.add.reduceat(term, starts) for term in terms]
+
+    elo_sums = np.add.reduceat(elo.surprise(mine[ELO], t[ELO, :m], scores), starts)
+    g1 = sums(glicko.game_terms(mine[GLICKO], t[GLICKO, :m], rd1[:m], scores))
+    g2 = sums(glicko2.game_terms(mine[GLICKO2], t[GLICKO2, :m], rd2[:m], scores))
+    result = []
+    for k in range(2):
+        own_values = t[:, m + k]
+        result.append((
+            float(own_values[ELO] + elo.WEIGHT * elo_sums[k]),
+            glicko.combine(float(own_values[GLICKO]), float(rd1[m + k]), float(g1[0][k]), float(g1[1][k])),
+            glicko2.combine(float(own_values[GLICKO2]), float(rd2[m + k]), float(own_values[GLICKO2_VOLATILITY]),
+                            float(g2[0][k]), float(g2[1][k])),
+        ))  # fmt: skip
+    return result
 
 
 def rate_battle(field: Field, a: int, b: int, share_a: float, now: float, upset_bonus: float = rank_points.UPSET_BONUS) -> tuple[BotRatings, BotRatings]:
@@ -160,7 +189,7 @@ def rate_battle(field: Field, a: int, b: int, share_a: float, now: float, upset_
     battle's receive time in seconds.
     """
     before = {bot: field.ratings(bot) for bot in (a, b)}
-    updated = {bot: _all_pairings(field, bot, now) for bot in (a, b)}
+    updated = dict(zip((a, b), _all_pairings(field, a, b, now)))
     xo_a, xo_b = xonstat.update(before[a].xonstat, before[b].xonstat, before[a].xonstat_battles,
                                 before[b].xonstat_battles, share_a)  # fmt: skip
     result = []
