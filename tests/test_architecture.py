@@ -11,7 +11,7 @@ import rumble
 def test_pure_packages_import_neither_flask_nor_sqlite():
     code = (
         "import sys, rumble.protocol.upload, rumble.protocol.replies, rumble.protocol.games, "
-        "rumble.rankings.scores, rumble.priority\n"
+        "rumble.rankings.scores, rumble.rankings.batch, rumble.ratings.online, rumble.priority\n"
         "bad = [m for m in ('flask', 'sqlite3', 'sqlite_utils', 'rumble.store', 'rumble.web') if m in sys.modules]\n"
         "print(','.join(bad))"
     )
