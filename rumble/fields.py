@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rumble.ratings.online import Field
-from rumble.store import Store
+from rumble.store import Store, read
 from rumble.store import ratings as rating_rows
 
 
@@ -50,9 +50,10 @@ def load(db: Store, rumble_id: int) -> RumbleCopy:
 
 
 def preload(db: Store, rumble_id: int) -> None:
-    """Load the rumble's copy ahead of a write transaction (it is only read, so no lock is held)."""
-    if _key(rumble_id) not in db._cache:
-        db._cache[_key(rumble_id)] = load(db, rumble_id)
+    """Load or catch up the rumble's copy ahead of a write transaction, without holding the write
+    lock (only reads), so that the transaction itself has little or nothing left to catch up."""
+    with read(db):
+        current(db, rumble_id)
 
 
 def current(db: Store, rumble_id: int) -> RumbleCopy:

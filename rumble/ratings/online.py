@@ -20,9 +20,8 @@ two agree bit for bit: same inputs, in the same order, through the same operatio
 
 from __future__ import annotations
 
-import calendar
-import time
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 
@@ -55,10 +54,12 @@ class BotRatings:
     xonstat_battles: int = 0
 
 
+_EPOCH = datetime(1970, 1, 1)
+
+
 def seconds(received_at: str) -> float:
     """A store time "YYYY-MM-DD HH:MM:SS.mmm" (UTC) as seconds since 1970."""
-    whole = calendar.timegm(time.strptime(received_at[:19], "%Y-%m-%d %H:%M:%S"))
-    return whole + int(received_at[20:23] or 0) / 1000.0
+    return (datetime.fromisoformat(received_at) - _EPOCH).total_seconds()
 
 
 # Rows of Field.table, in _FIELDS order.
@@ -151,13 +152,14 @@ def _all_pairings(field: Field, a: int, b: int, now: float) -> list[tuple[float,
     """
     n = len(field.ids)
     own = [field.position[a], field.position[b]]
-    live = [np.flatnonzero(~np.isnan(row) & field.active[:n]) for row in field.aps[own, :n]]
+    rows = field.aps[own, :n]
+    live = [np.flatnonzero(~np.isnan(row) & field.active[:n]) for row in rows]
     opponents = np.concatenate(live)
-    starts = [0, len(live[0])]
-    me = np.repeat(own, [len(live[0]), len(live[1])])  # whose pairing each element is
-    scores = field.aps[me, opponents]
+    counts = [len(live[0]), len(live[1])]
+    starts = [0, counts[0]]
+    scores = np.concatenate((rows[0, live[0]], rows[1, live[1]]))
     t = field.table[:, np.concatenate((opponents, own))]  # the opponents' values, then A's and B's
-    mine = field.table[:, me]
+    mine = np.repeat(t[:, -2:], counts, axis=1)  # each pairing's own bot's values
     # Time since each one's last update: 0 if never rated, and never negative (a clock stepped back).
     elapsed = np.fmax(now - t[RATED_AT], 0.0)
     rd1 = glicko.decay(t[GLICKO_RD], glicko.periods(elapsed))
