@@ -1,4 +1,9 @@
-"""The Flask application factory (the gunicorn target is ``rumble.app:create_app()``)."""
+"""The Flask application factory (the gunicorn target is ``rumble.app:create_app()``).
+
+``create_app`` starts no threads: the batch-ranking schedule is joined by each worker that
+``rumble serve`` starts (``rumble.jobs.start_scheduler``), so tests and scripts that build apps
+never start one.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""The ``rumble`` command: serve, demo, rebuild, import, export, migrate."""
+"""The ``rumble`` command: serve, demo, rebuild, import, export, migrate, rank, batch."""
 
 from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from tqdm import tqdm
 
 from rumble import settings as settings_module
 from rumble import store
+from rumble.protocol.games import load_rumbles
 
 
 def _settings(db: str | None) -> dict:
@@ -52,6 +54,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
 
     values = _settings(db)
     os.environ["RUMBLE_DB"] = values["DB"]  # the workers build their app from the same settings
+    _log_to_stderr(logging.INFO)  # the batch schedule's runs; the workers inherit it
     conn = _open(values)
     from rumble.store.battles import count_battles
 
@@ -73,10 +76,24 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             if "control_socket_disable" in self.cfg.settings:  # gunicorn 27+: one shared ~/.gunicorn socket otherwise
                 self.cfg.set("control_socket_disable", True)
 
-        def load(self):
-            return create_app()
+        def load(self):  # in each worker: one of them wins the batch schedule (rumble.jobs)
+            from rumble.jobs import start_scheduler
+
+            app = create_app()
+            app.extensions["rumble.schedule"] = start_scheduler(app.config["RUMBLE"])
+            return app
 
     Server().run()
+
+
+def _log_to_stderr(level: int) -> None:
+    """Show rumble's log records of ``level`` and above on stderr (once per process)."""
+    logger = logging.getLogger("rumble")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level)
 
 
 def _load_demo(values: dict, count: int = 600) -> None:
@@ -197,6 +214,94 @@ def export(db: str | None, game: str | None, fmt: str, file) -> None:
     finally:
         conn.close()
 
+
+RANK_METHODS = ("all", "schulze", "ranked_pairs", "copeland", "borda", "batch_elo", "npp", "vote")  # rankings.batch.METHODS
+
+
+@cli.command()
+@db_option
+@click.option("--game", default=None, help="Rank this rumble's active bots by their pairing APS and store the run.")
+@click.option("--matrix", "matrix_file", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Rank the pairwise matrix of this CSV file instead (nothing is stored).")  # fmt: skip
+@click.option("--method", default="all", show_default=True, type=click.Choice(RANK_METHODS), help="One method (npp ranks by ANPP), or all of them.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
+def rank(db: str | None, game: str | None, matrix_file: Path | None, method: str, as_json: bool, as_csv: bool) -> None:
+    """Rank a rumble (--game) or a pairwise matrix (--matrix FILE.csv) by the batch methods.
+
+    A --game run is stored like a scheduled one (its time and the battles it saw), so the
+    Rankings and AlternativeRankings pages show it; --method all also stores each pairing's
+    KNNPBI and NPP. The table lists each bot's rank (and score, where the method has one) per
+    method; for a rumble the APS rank comes first. Bots without a pairing are listed unranked.
+
+    The CSV: a header row of names (after an optional corner cell), then one row per name whose
+    first cell is the name; a cell is the row's score against the column, an empty cell a
+    missing pairing.
+    """
+    from rumble.matrix_io import format_csv, format_json, format_table, result_rows
+
+    if (game is None) == (matrix_file is None):
+        raise click.UsageError("give either --game G or --matrix FILE.csv")
+    if as_json and as_csv:
+        raise click.UsageError("--json and --csv exclude each other")
+    methods = RANK_METHODS[1:] if method == "all" else (method,)
+    with tqdm(total=len(methods), desc="rank", unit="method", disable=None, delay=1.0) as bar:
+        progress = lambda _: bar.update(1)  # noqa: E731
+        names, kept, ranks, failures = _rank_game(db, game, method, progress) if game else _rank_file(matrix_file, methods, progress)
+    for name, reason in failures.items():
+        click.echo(f"rumble rank: {name} failed: {reason}", err=True)
+    if len(failures) == len(methods):
+        raise click.ClickException("no method could rank these pairings")
+    rows = result_rows(names, kept, ranks)
+    click.echo((format_json if as_json else format_csv if as_csv else format_table)(rows), nl=False)
+
+
+def _rank_game(db: str | None, game: str, method: str, progress):
+    from rumble.jobs import run_rumble
+
+    values = _settings(db)
+    if game not in load_rumbles(values["RUMBLES_FILE"]):
+        raise click.BadParameter(f"no rumble called {game!r}", param_hint="--game")
+    conn = _open(values)
+    try:
+        report = run_rumble(conn, game, None if method == "all" else (method,), progress=progress)
+    finally:
+        conn.close()
+    ranked = report.ranked
+    click.echo(f"{game}: stored as batch run {report.run_id}: {int(ranked.kept.sum())} bots, "
+               f"{report.seen.battles} battles, {report.seconds:.1f} s", err=True)  # fmt: skip
+    return report.names, ranked.kept, ranked.ranks, ranked.failures
+
+
+def _rank_file(path: Path, methods: tuple[str, ...], progress):
+    from rumble.jobs import rank_matrix
+    from rumble.matrix_io import MatrixFileError, read_matrix_csv
+
+    try:
+        names, d = read_matrix_csv(path.read_text(encoding="utf-8-sig"))
+    except (MatrixFileError, UnicodeDecodeError) as error:
+        raise click.ClickException(f"{path} is not a pairwise matrix:\n{error}") from None
+    ranked = rank_matrix(d, methods, progress=progress)
+    ranks = {name: ranking for name, ranking in ranked.ranks.items() if name != "aps"}
+    return names, ranked.kept, ranks, ranked.failures
+
+
+@cli.command()
+@db_option
+def batch(db: str | None) -> None:
+    """Run the batch rankings once for every rumble whose log changed since its last run (as the schedule does)."""
+    from rumble.jobs import COMMAND_LINE, run_stale
+
+    _log_to_stderr(logging.WARNING)  # a rumble that fails is logged and skipped
+    conn = _open(_settings(db))
+    try:
+        reports = run_stale(conn, COMMAND_LINE)
+    finally:
+        conn.close()
+    for r in reports:
+        click.echo(f"{r.game}: batch run {r.run_id}, {int(r.ranked.kept.sum())} bots, {r.seen.battles} battles, {r.seconds:.1f} s")
+    if not reports:
+        click.echo("no rumble changed since its last batch run")
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(cli())

@@ -33,7 +33,7 @@ def battle(
 
 @pytest.fixture
 def app(tmp_path):
-    app = create_app({"DB": str(tmp_path / "rumble.db")})
+    app = create_app({"DB": str(tmp_path / "rumble.db"), "BATCH_INTERVAL_MINUTES": 0})
     yield app
     close_thread_db()
 

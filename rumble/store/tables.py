@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from rumble.rankings.batch import METHODS
 from rumble.store import Store
+
+BATCH_METHODS = tuple(METHODS)  # the latest batch run's ranks become columns <method>_rank, <method>_score
 
 # Sortable columns of the rankings table: public name -> SQL expression.
 RANKING_ORDER = {
@@ -20,18 +23,27 @@ RANKING_ORDER = {
     "glicko2": "g.glicko2",
     "rank_points": "g.rank_points",
     "xonstat": "g.xonstat",
+    # a batch method sorts by its rank negated, so that "-schulze" (descending) puts the best first
+    **{method: f"-k.{method}_rank" for method in BATCH_METHODS},
 }
 RANKING_COLUMNS = (
     "name", "aps", "aps_ci", "pwin", "pl", "survival", "pairings", "battles", "last_battle", "wins", "draws", "losses",
     "elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volatility", "rank_points", "xonstat",
+    *(f"{method}_{part}" for method in BATCH_METHODS for part in ("rank", "score")),
 )  # fmt: skip
+# The batch_ranks rows of one rumble turned into one row per bot, a rank and a score column per method.
+_BATCH_PIVOT = ", ".join(
+    f"max(CASE WHEN method = '{m}' THEN rank END) AS {m}_rank, max(CASE WHEN method = '{m}' THEN score END) AS {m}_score"
+    for m in BATCH_METHODS
+)
 
 
 def ranking_rows(db: Store, rumble_id: int, order: str = "-aps") -> list[dict]:
     """The active bots of a rumble with their scores, sorted by ``order``.
 
     ``order`` is a column of RANKING_ORDER, with ``-`` for descending; ``rank`` is always the
-    APS rank (ties broken by name), whatever the order of the rows.
+    APS rank (ties broken by name), whatever the order of the rows. ``<method>_rank`` and
+    ``<method>_score`` are the latest batch ranks (None before a run, or for a bot it left out).
     """
     key = order.lstrip("-")
     if key not in RANKING_ORDER:
@@ -41,13 +53,16 @@ def ranking_rows(db: Store, rumble_id: int, order: str = "-aps") -> list[dict]:
         "SELECT b.full_name, s.aps, s.aps_ci, s.pwin, s.pl, s.survival, s.pairings, s.battles, "
         "substr(s.last_battle, 1, 19), s.wins, s.draws, s.losses, "
         "g.elo, g.glicko, g.glicko_rd, g.glicko2, g.glicko2_rd, g.glicko2_volatility, g.rank_points, g.xonstat, "
-        "row_number() OVER (ORDER BY s.aps DESC, b.full_name) FROM bot_summaries s "
+        + "".join(f"k.{m}_rank, k.{m}_score, " for m in BATCH_METHODS)
+        + "row_number() OVER (ORDER BY s.aps DESC, b.full_name) FROM bot_summaries s "
         "JOIN participants p ON p.rumble_id = s.rumble_id AND p.bot_id = s.bot_id "
         "JOIN bots b ON b.id = s.bot_id "
         "LEFT JOIN ratings g ON g.rumble_id = s.rumble_id AND g.bot_id = s.bot_id "
+        f"LEFT JOIN (SELECT bot_id, {_BATCH_PIVOT} FROM batch_ranks WHERE rumble_id = ? GROUP BY bot_id) k "
+        "ON k.bot_id = s.bot_id "
         "WHERE s.rumble_id = ? AND p.active = 1 "
         f"ORDER BY {RANKING_ORDER[key]} {direction} NULLS LAST, s.aps DESC, b.full_name",
-        (rumble_id,),
+        (rumble_id, rumble_id),
     ).fetchall()
     return [dict(zip(RANKING_COLUMNS + ("rank",), row)) for row in rows]
 

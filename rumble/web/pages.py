@@ -1,10 +1,12 @@
-"""Pages for people: the rumbles, a rankings table (with its JSON twin) and the score explanation."""
+"""Pages for people: the rumbles, a rankings table and the alternative rankings (each with its JSON
+twin), and the score explanation."""
 
 from __future__ import annotations
 
 from flask import Blueprint, abort, current_app, jsonify, render_template, request
 
 from rumble.ratings.online import PROVISIONAL_RD, provisional
+from rumble.store import batch as batch_store
 from rumble.store import rumbles as rumble_store
 from rumble.store import tables
 from rumble.web import get_db
@@ -25,6 +27,16 @@ COLUMN_TITLES = {
     "pairings": "Pairings",
     "battles": "Battles",
     "last_battle": "Last battle (UTC)",
+}
+# The batch methods' columns (rumble.rankings.batch.METHODS), after the columns above.
+BATCH_TITLES = {
+    "schulze": "Schulze",
+    "ranked_pairs": "Ranked Pairs",
+    "copeland": "Copeland",
+    "borda": "Borda",
+    "batch_elo": "Batch Elo",
+    "npp": "ANPP",
+    "vote": "Vote",
 }
 
 
@@ -50,7 +62,22 @@ def rankings():
         abort(400, description=f"Cannot sort by {order!r}; use one of {', '.join(tables.RANKING_ORDER)} (with - for descending).")
     if request.args.get("api") == "1":
         return jsonify(rows)
-    return render_template("rankings.html", game=game, rows=rows, order=order, titles=COLUMN_TITLES, provisional_rd=PROVISIONAL_RD)
+    latest = batch_store.runs(db, rid, limit=1)
+    return render_template("rankings.html", game=game, rows=rows, order=order, titles=COLUMN_TITLES,
+                           batch_titles=BATCH_TITLES, batch_run=latest[0] if latest else None,
+                           provisional_rd=PROVISIONAL_RD)  # fmt: skip
+
+
+@bp.get("/AlternativeRankings")
+def alternative_rankings():
+    """Each bot's rank under every batch method side by side, from the latest runs."""
+    game = request.args.get("game", "roborumble")
+    if game not in current_app.extensions["rumble.rumbles"]:
+        abort(404, description=f"There is no rumble called {game!r}.")
+    page = batch_store.alternative_rankings(get_db(), rumble_store.rumble_id(get_db(), game), tuple(BATCH_TITLES))
+    if request.args.get("api") == "1":
+        return jsonify({"game": game, **page})
+    return render_template("alternative_rankings.html", game=game, titles={"aps": "APS", **BATCH_TITLES}, **page)
 
 
 def _with_provisional(row: dict) -> dict:

@@ -1,0 +1,215 @@
+"""Batch rankings as jobs: rank one rumble or every stale one, and the schedule that does it hourly.
+
+``run_rumble`` reads a rumble's pairing matrix of active bots, runs the batch methods of
+``rumble.rankings.batch`` over it and stores the result with its time and the battles it saw;
+``run_stale`` does that for every rumble whose log changed since its last complete run. Both are
+plain functions: ``rumble rank`` and ``rumble batch`` call them, and so does the schedule.
+
+The schedule runs in exactly one process however many gunicorn workers serve: every worker that
+``rumble serve`` starts calls ``start_scheduler``, which tries a non-blocking ``flock`` on
+``<db>.scheduler.lock`` every ELECTION_SECONDS. The worker that gets it keeps the file open for the
+rest of its life and runs the batch job; when it dies the kernel drops its lock, and another
+worker's next attempt takes over.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import IO, Any
+
+import numpy as np
+
+from rumble import store
+from rumble.rankings.batch import METHODS, PAIRING_METHODS
+from rumble.rankings.pairwise import Ranking, present, ranks_from_scores
+from rumble.store import batch as batch_store
+from rumble.store.rumbles import rumble_id
+
+log = logging.getLogger(__name__)
+
+COMPLETE = (*METHODS, "knnpbi")  # what a complete run computes: every ranking, then the pairing values
+ELECTION_SECONDS = 30.0  # how soon a worker takes over the schedule after its runner died
+SCHEDULED, COMMAND_LINE = "schedule", "command line"  # batch_runs.source
+
+
+@dataclass(frozen=True, eq=False)
+class Ranked:
+    """The methods' results over the bots that have a pairing (``kept``, a mask over the input's bots)."""
+
+    kept: np.ndarray
+    ranks: dict[str, Ranking]  # "aps" first, then the methods that succeeded, in the order asked
+    failures: dict[str, str] = field(default_factory=dict)
+    pairings: dict[str, np.ndarray] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Report:
+    """One stored run of one rumble."""
+
+    game: str
+    run_id: int
+    names: list[str]  # the rumble's active bots; ``ranked.kept`` marks those ranked
+    ranked: Ranked
+    seen: batch_store.Seen
+    seconds: float
+
+
+def aps_ranking(d: np.ndarray) -> Ranking:
+    """The reference order: each bot's mean of its row over its present pairings (its APS), as ranks."""
+    met = present(d)
+    count = met.sum(axis=1)
+    total = np.where(met, d, 0.0).sum(axis=1)
+    aps = np.divide(total, count, out=np.full(len(d), np.nan), where=count > 0)
+    return Ranking(ranks=ranks_from_scores(aps), scores=aps)
+
+
+def rank_matrix(d: np.ndarray, methods: Iterable[str], pairing_values: bool = False,
+                progress: Callable[[str], None] | None = None) -> Ranked:  # fmt: skip
+    """Run ``methods`` over ``d`` without the bots that have no pairing (they would share rank 1).
+
+    A method that raises ValueError or ArithmeticError (batch Elo over pairings that split the
+    bots into groups, or with no finite maximum) is reported in ``failures``; the others still run.
+    ``progress`` is called with each method's name once it is done.
+    """
+    kept = present(d).any(axis=1)
+    sub = d[np.ix_(kept, kept)]
+    ranks, failures = {"aps": aps_ranking(sub)}, {}
+    for method in methods:
+        try:
+            ranks[method] = METHODS[method](sub)
+        except (ValueError, ArithmeticError) as error:
+            failures[method] = str(error)
+        if progress:
+            progress(method)
+    pairings = {name: pairing(sub) for name, pairing in PAIRING_METHODS.items()} if pairing_values else None
+    return Ranked(kept, ranks, failures, pairings)
+
+
+def run_rumble(db: store.Store, game: str, methods: tuple[str, ...] | None = None, source: str = COMMAND_LINE,
+               progress: Callable[[str], None] | None = None) -> Report:  # fmt: skip
+    """Rank ``game`` by ``methods`` (default: a complete run, with KNNPBI and NPP) and store the run."""
+    rid = rumble_id(db, game)
+    if rid is None:
+        raise KeyError(game)
+    complete = methods is None
+    chosen = tuple(METHODS) if complete else methods
+    started, clock = store.utc_now(), time.perf_counter()
+    with store.read(db):
+        matrix, seen = batch_store.read_matrix(db, rid), batch_store.seen(db, rid)
+    ranked = rank_matrix(matrix.d, chosen, pairing_values=complete, progress=progress)
+    record = batch_store.RunRecord(
+        methods=COMPLETE if complete else chosen, source=source, started_at=started, finished_at=store.utc_now(),
+        seen=seen, bot_ids=matrix.ids[ranked.kept], ranks=ranked.ranks, pairings=ranked.pairings,
+        failures=ranked.failures,
+    )  # fmt: skip
+    with store.write(db):
+        run_id = batch_store.save_run(db, rid, record)
+    report = Report(game, run_id, matrix.names, ranked, seen, time.perf_counter() - clock)
+    _log_run(report, source)
+    return report
+
+
+def _log_run(report: Report, source: str) -> None:
+    log.info("batch rankings of %s (%s): run %d, %d bots, %d battles, %s in %.1f s", report.game, source, report.run_id,
+             int(report.ranked.kept.sum()), report.seen.battles, ", ".join(report.ranked.ranks), report.seconds)  # fmt: skip
+    for method, reason in report.ranked.failures.items():
+        log.warning("batch rankings of %s: %s failed: %s", report.game, method, reason)
+
+
+def run_stale(db: store.Store, source: str = SCHEDULED) -> list[Report]:
+    """A complete run of every rumble whose log changed since its last one; a failing rumble is logged and skipped."""
+    reports = []
+    for game in batch_store.stale_rumbles(db, COMPLETE):
+        try:
+            reports.append(run_rumble(db, game, source=source))
+        except Exception:  # one broken rumble must not starve the others of their hourly run
+            log.exception("batch rankings of %s failed", game)
+    return reports
+
+
+def scheduled_run(settings: dict[str, Any]) -> list[Report]:
+    """The scheduled job: ``run_stale`` on its own connection to the settings' database."""
+    db = store.connect(settings["DB"], settings["SYNCHRONOUS"], migrate=False)
+    try:
+        return run_stale(db, SCHEDULED)
+    finally:
+        db.close()
+
+
+def try_lead(lock_path: str) -> IO | None:
+    """The lock file, held with a non-blocking exclusive flock, or None if another holds it.
+
+    Keep the returned file open to keep the lead: closing it (or the process ending) releases it.
+    Two opens of the same file are two locks even in one process, so a test can hold both sides.
+    """
+    handle = open(lock_path, "a")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
+class BatchSchedule:
+    """One process's part in the schedule: elections until it leads, then the batch job every interval."""
+
+    def __init__(self, settings: dict[str, Any], election_seconds: float = ELECTION_SECONDS) -> None:
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        self.settings = settings
+        self.minutes = float(settings["BATCH_INTERVAL_MINUTES"])
+        self.election_seconds = election_seconds
+        self.lock_path = str(settings["DB"]) + ".scheduler.lock"
+        self.lead: IO | None = None
+        self.scheduler = BackgroundScheduler(daemon=True, timezone=timezone.utc)
+
+    @property
+    def leading(self) -> bool:
+        return self.lead is not None
+
+    def start(self) -> BatchSchedule:
+        """Start the scheduler thread with an election now and every ``election_seconds``."""
+        self.scheduler.add_job(self.elect, "interval", seconds=self.election_seconds, id="elect",
+                               next_run_time=datetime.now(timezone.utc))  # fmt: skip
+        self.scheduler.start()
+        return self
+
+    def elect(self) -> bool:
+        """Try to take the lead; on success stop electing and schedule the batch job, first run now."""
+        if self.lead is None:
+            self.lead = try_lead(self.lock_path)
+            if self.lead is None:
+                return False
+            if self.scheduler.get_job("elect"):
+                self.scheduler.remove_job("elect")
+            # a bound method: the scheduler's job keeps this object, and so the lock file, alive
+            self.scheduler.add_job(self.run, "interval", minutes=self.minutes, id="batch",
+                                   next_run_time=datetime.now(timezone.utc), max_instances=1, coalesce=True)  # fmt: skip
+            log.info("process %d runs the batch rankings every %g minutes", os.getpid(), self.minutes)
+        return True
+
+    def run(self) -> list[Report]:
+        """The batch job: ``scheduled_run`` with this schedule's settings."""
+        return scheduled_run(self.settings)
+
+    def shutdown(self, wait: bool = False) -> None:
+        """Stop the scheduler and give up the lead; a running job finishes in its thread (first, if ``wait``)."""
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=wait)
+        if self.lead is not None:
+            self.lead.close()
+            self.lead = None
+
+
+def start_scheduler(settings: dict[str, Any], election_seconds: float = ELECTION_SECONDS) -> BatchSchedule | None:
+    """Join the batch-ranking schedule (see the module docstring); None if BATCH_INTERVAL_MINUTES is 0."""
+    if float(settings["BATCH_INTERVAL_MINUTES"]) <= 0:
+        return None
+    return BatchSchedule(settings, election_seconds).start()
