@@ -78,8 +78,10 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
 
         def load(self):  # in each worker: one of them wins the batch schedule (rumble.jobs)
             from rumble.jobs import start_scheduler
+            from rumble.web import preload_fields
 
             app = create_app()
+            preload_fields(app)  # before the first request, so no upload waits for it
             app.extensions["rumble.schedule"] = start_scheduler(app.config["RUMBLE"])
             return app
 

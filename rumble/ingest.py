@@ -46,26 +46,28 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     if battle_id is None or battle.state != "ok":  # a repeat, or a battle logged as not counting
         return Applied(battle_id is not None, battle_id, (_battles(db, rumble_id, a), _battles(db, rumble_id, b)))
     copy = fields.current(db, rumble_id)
+    states = bots.participant_states(db, rumble_id, (a, b))
     for bot in (a, b):
-        activate(db, rumble_id, bot, when)
+        if not states.get(bot):
+            activate(db, rumble_id, bot, when)
     old_a, old_b = pairings.pairing_pair(db, rumble_id, a, b)
     new_a, new_b = scores.score_battle(
         old_a, old_b, (battle.first.score, battle.second.score), (battle.first.firsts, battle.second.firsts), rounds, when
     )
     pairings.put_pairing(db, rumble_id, a, b, new_a, priority.pairing_priority(new_a, min_battles) if a < b else None)
     pairings.put_pairing(db, rumble_id, b, a, new_b, priority.pairing_priority(new_b, min_battles) if b < a else None)
-    counts = []
+    found = pairings.totals_of(db, rumble_id, (a, b))
+    rows = []
     for bot, old, new in ((a, old_a, new_a), (b, old_b, new_b)):
         # The opponent is active (just activated), so this pairing counts in the bot's totals.
-        total, last = pairings.totals(db, rumble_id, bot) or (Totals(), "")
+        total, last = found.get(bot, (Totals(), ""))
         total = total - scores.contribution(old) + scores.contribution(new)
-        pairings.put_totals(db, rumble_id, bot, total, scores.summary(total), max(last, when))
-        counts.append(total.battles)
+        rows.append((bot, total, scores.summary(total), max(last, when)))
+    pairings.put_totals(db, rumble_id, rows)
     share = scores.battle_percent(battle.first.score, battle.second.score) / 100.0
-    for bot, rated in zip((a, b), rate(copy.field, a, b, new_a, new_b, share, when)):
-        rating_rows.put_ratings(db, rumble_id, bot, rated)
+    rating_rows.put_ratings(db, rumble_id, zip((a, b), rate(copy.field, a, b, new_a, new_b, share, when)))
     copy.seen = (battle_id, *copy.seen[1:])
-    return Applied(True, battle_id, (counts[0], counts[1]))
+    return Applied(True, battle_id, (rows[0][1].battles, rows[1][1].battles))
 
 
 def rate(field: online.Field, a: int, b: int, new_a: Pairing, new_b: Pairing, share_a: float, when: str) -> tuple:
@@ -86,7 +88,7 @@ def with_receipt(battle: Battle, remote_addr: str | None) -> Battle:
 
 
 def _battles(db: Store, rumble_id: int, bot: int) -> int:
-    found = pairings.totals(db, rumble_id, bot)
+    found = pairings.totals_of(db, rumble_id, (bot,)).get(bot)
     return found[0].battles if found else 0
 
 
@@ -121,11 +123,15 @@ def retire(db: Store, rumble_id: int, bot: int, now: str, source: str) -> bool:
 
 def _shift_opponents(db: Store, rumble_id: int, bot: int, sign: int) -> None:
     """Add (+1) or remove (-1) each opponent's pairing with ``bot`` from that opponent's totals."""
-    for opponent, pairing in pairings.opponents_of(db, rumble_id, bot):
-        total, last = pairings.totals(db, rumble_id, opponent) or (Totals(), "")
+    opponents = pairings.opponents_of(db, rumble_id, bot)
+    found = pairings.totals_of(db, rumble_id, [opponent for opponent, _ in opponents])
+    rows = []
+    for opponent, pairing in opponents:
+        total, last = found.get(opponent, (Totals(), ""))
         part = scores.contribution(pairing)
         total = total + part if sign > 0 else total - part
-        pairings.put_totals(db, rumble_id, opponent, total, scores.summary(total), last)
+        rows.append((opponent, total, scores.summary(total), last))
+    pairings.put_totals(db, rumble_id, rows)
 
 
 def next_priority_battle(db: Store, game: str, batch: int, min_battles: int, hold_minutes: float, rng: random.Random) -> tuple[str, str] | None:

@@ -83,11 +83,9 @@ def _write(db: Store, rumble_id: int, state: dict[tuple[int, int], Pairing], fie
         last[a] = max(last.get(a, ""), p.last_battle)
         if b in active:
             per_bot.setdefault(a, []).append(p)
-    for bot in sorted(last):
-        total = scores.totals_of(per_bot.get(bot, ()))
-        pairings.put_totals(db, rumble_id, bot, total, scores.summary(total), last[bot])
+    totals = {bot: scores.totals_of(per_bot.get(bot, ())) for bot in sorted(last)}
+    pairings.put_totals(db, rumble_id, [(bot, t, scores.summary(t), last[bot]) for bot, t in totals.items()])
     rating_rows.clear_ratings(db, rumble_id)
-    for bot in sorted(last):
-        rating_rows.put_ratings(db, rumble_id, bot, field.ratings(bot))
+    rating_rows.put_ratings(db, rumble_id, [(bot, field.ratings(bot)) for bot in sorted(last)])
     rating_rows.bump_generation(db, rumble_id)
     fields.forget(db, rumble_id)

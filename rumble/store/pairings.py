@@ -64,19 +64,27 @@ def iter_pairings(db: Store, rumble_id: int) -> Iterator[tuple[int, int, Pairing
         yield row[0], row[1], Pairing(*row[2:])
 
 
-def totals(db: Store, rumble_id: int, bot: int) -> tuple[Totals, str] | None:
-    """A bot's exact totals and last battle time, or None if it has no summary yet."""
-    row = db.execute(
-        f"SELECT {_TOTALS}, last_battle FROM bot_summaries WHERE rumble_id = ? AND bot_id = ?", (rumble_id, bot)
-    ).fetchone()
-    return None if row is None else (_totals_from_row(row[:9]), row[9])
+def totals_of(db: Store, rumble_id: int, bots) -> dict[int, tuple[Totals, str]]:
+    """The exact totals and last battle time of each of ``bots`` that has a summary."""
+    bots = list(bots)
+    found = {}
+    for start in range(0, len(bots), 500):  # within SQLite's limit on bound parameters
+        chunk = bots[start : start + 500]
+        for row in db.execute(
+            f"SELECT bot_id, {_TOTALS}, last_battle FROM bot_summaries WHERE rumble_id = ? "
+            f"AND bot_id IN ({', '.join('?' * len(chunk))})",
+            (rumble_id, *chunk),
+        ):
+            found[row[0]] = (_totals_from_row(row[1:10]), row[10])
+    return found
 
 
-def put_totals(db: Store, rumble_id: int, bot: int, t: Totals, s: Summary, last_battle: str) -> None:
-    db.execute(
+def put_totals(db: Store, rumble_id: int, rows: Iterable[tuple[int, Totals, Summary, str]]) -> None:
+    """Write (bot, totals, summary, last battle) rows."""
+    db.conn.executemany(
         f"INSERT OR REPLACE INTO bot_summaries (rumble_id, bot_id, {_TOTALS}, aps, aps_ci, survival, pl, pwin, "
         "last_battle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (rumble_id, bot, *_totals_to_row(t), s.aps, s.aps_ci, s.survival, s.pl, s.pwin, last_battle),
+        [(rumble_id, bot, *_totals_to_row(t), s.aps, s.aps_ci, s.survival, s.pl, s.pwin, last) for bot, t, s, last in rows],
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rumble.ratings.online import BotRatings
 from rumble.store import Store
 
@@ -10,11 +12,12 @@ COLUMNS = ("elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volat
 _SELECT = ", ".join(COLUMNS)
 
 
-def put_ratings(db: Store, rumble_id: int, bot: int, r: BotRatings) -> None:
-    db.execute(
+def put_ratings(db: Store, rumble_id: int, rows: Iterable[tuple[int, BotRatings]]) -> None:
+    """Write (bot, ratings) rows."""
+    db.conn.executemany(
         f"INSERT OR REPLACE INTO ratings (rumble_id, bot_id, {_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (rumble_id, bot, r.elo, r.glicko, r.glicko_rd, r.glicko2, r.glicko2_rd, r.glicko2_volatility, r.rank_points,
-         r.xonstat, r.rated_at, r.xonstat_battles),
+        [(rumble_id, bot, r.elo, r.glicko, r.glicko_rd, r.glicko2, r.glicko2_rd, r.glicko2_volatility, r.rank_points,
+          r.xonstat, r.rated_at, r.xonstat_battles) for bot, r in rows],
     )  # fmt: skip
 
 

@@ -34,3 +34,15 @@ def close_thread_db() -> None:
     if db is not None and _local.pid == os.getpid():
         db.close()
     _local.db = None
+
+
+def preload_fields(app) -> None:
+    """Read every rumble with participants into this worker's in-memory copy (rumble.fields)."""
+    from rumble import fields
+    from rumble.store.rumbles import rumble_rows
+
+    with app.app_context():
+        db = get_db()
+        for rumble in rumble_rows(db):
+            if rumble["participants"]:
+                fields.preload(db, rumble["id"])
