@@ -42,10 +42,10 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     when = battle.received_at
     a = bots.bot_id(db, battle.first.name, when)
     b = bots.bot_id(db, battle.second.name, when)
+    copy = fields.current(db, rumble_id)  # before this battle is logged: it reflects the log up to here
     battle_id = battle_log.append_battle(db, rumble_id, a, b, battle)
     if battle_id is None or battle.state != "ok":  # a repeat, or a battle logged as not counting
         return Applied(battle_id is not None, battle_id, (_battles(db, rumble_id, a), _battles(db, rumble_id, b)))
-    copy = fields.current(db, rumble_id)
     states = bots.participant_states(db, rumble_id, (a, b))
     for bot in (a, b):
         if not states.get(bot):
