@@ -66,8 +66,6 @@ CREATE UNIQUE INDEX battles_identity ON battles (
     first_score, second_score, first_bullet_damage, second_bullet_damage, first_firsts, second_firsts
 );
 CREATE INDEX battles_by_rumble ON battles (rumble_id, id);
-CREATE INDEX battles_by_pair ON battles (rumble_id, first_bot_id, second_bot_id);
-CREATE INDEX battles_by_second ON battles (rumble_id, second_bot_id);
 
 CREATE TRIGGER battles_append_only_delete BEFORE DELETE ON battles
 BEGIN

@@ -46,9 +46,8 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     battle_id = battle_log.append_battle(db, rumble_id, a, b, battle)
     if battle_id is None or battle.state != "ok":  # a repeat, or a battle logged as not counting
         return Applied(battle_id is not None, battle_id, (_battles(db, rumble_id, a), _battles(db, rumble_id, b)))
-    states = bots.participant_states(db, rumble_id, (a, b))
-    for bot in (a, b):
-        if not states.get(bot):
+    for bot in (a, b):  # the copy knows every participant and whether it is active
+        if not copy.field.is_active(bot):
             activate(db, rumble_id, bot, when)
     old_a, old_b = pairings.pairing_pair(db, rumble_id, a, b)
     new_a, new_b = scores.score_battle(

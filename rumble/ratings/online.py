@@ -121,6 +121,10 @@ class Field:
         self.ids.insert(at, bot)
         self.position = {b: i for i, b in enumerate(self.ids)}
 
+    def is_active(self, bot: int) -> bool:
+        i = self.position.get(bot)
+        return i is not None and bool(self.active[i])
+
     # Each setter finds the position first: adding a bot may replace the arrays.
     def set_active(self, bot: int, active: bool) -> None:
         i = self.add(bot)

@@ -37,15 +37,6 @@ def participant_state(db: Store, rumble_id: int, bot: int) -> bool | None:
     return None if row is None else bool(row[0])
 
 
-def participant_states(db: Store, rumble_id: int, bots: tuple[int, ...]) -> dict[int, bool]:
-    """Whether each of ``bots`` that is a participant is active (absent: never seen here)."""
-    rows = db.execute(
-        f"SELECT bot_id, active FROM participants WHERE rumble_id = ? AND bot_id IN ({', '.join('?' * len(bots))})",
-        (rumble_id, *bots),
-    )
-    return {bot: bool(active) for bot, active in rows}
-
-
 def add_participant(db: Store, rumble_id: int, bot: int, now: str) -> None:
     db.execute(
         "INSERT INTO participants (rumble_id, bot_id, active, first_seen) VALUES (?, ?, 1, ?)",
