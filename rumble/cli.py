@@ -44,7 +44,8 @@ def cli() -> None:
 @db_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
-@click.option("--workers", default=4, show_default=True, type=click.IntRange(1, 64), help="gunicorn worker processes.")
+@click.option("--workers", default=min(os.cpu_count() or 2, 8), show_default="the CPU cores, at most 8", type=click.IntRange(1, 64),
+              help="gunicorn worker processes. Writes are serialised, so more workers than cores only add contention.")
 @click.option("--demo", is_flag=True, help="Load demo data first if the database has no battles.")
 def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> None:
     """Run the server (gunicorn) on an SQLite database."""

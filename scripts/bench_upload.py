@@ -569,7 +569,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "migrations/*.sql and this script) and the run's copy, server log and bare database go",
     )
     parser.add_argument("--rebuild-data", action="store_true", help="build the ladder database even if it is cached")
-    parser.add_argument("--workers", type=at_least(1), default=4, help="gunicorn workers of `rumble serve`")
+    parser.add_argument("--workers", type=at_least(1), default=min(os.cpu_count() or 2, 8),
+                        help="gunicorn workers of `rumble serve` (its default: one per CPU core)")
     parser.add_argument("--clients", type=at_least(1), default=8, help="concurrent client processes, one request in flight each")
     parser.add_argument("--seconds", type=at_least(1.0, float), default=20.0, help="measured duration of the load")
     parser.add_argument(
