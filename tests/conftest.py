@@ -39,6 +39,32 @@ def app(tmp_path):
 
 
 @pytest.fixture
+def demo_db(app):
+    """The app's database with 250 demo battles in roborumble: 20 bots, every pair met."""
+    from rumble import store
+    from rumble.demo import load_demo
+
+    conn = store.connect(app.config["RUMBLE"]["DB"])
+    load_demo(conn, "roborumble", 35, "800x600", 250)
+    yield conn
+    conn.close()
+
+
+def pairwise_from_ballots(ballots: list[tuple[int, str]], candidates: str):
+    """d[X, Y] = the number of voters ranking X above Y: a ballots tally done independently of rumble."""
+    import numpy as np
+
+    d = np.zeros((len(candidates), len(candidates)))
+    for count, ballot in ballots:
+        for i, x in enumerate(candidates):
+            for j, y in enumerate(candidates):
+                if ballot.index(x) < ballot.index(y):
+                    d[i, j] += count
+    np.fill_diagonal(d, np.nan)
+    return d
+
+
+@pytest.fixture
 def client(app):
     return app.test_client()
 

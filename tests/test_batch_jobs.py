@@ -10,7 +10,6 @@ import pytest
 from conftest import battle
 
 from rumble import jobs, store
-from rumble.demo import load_demo
 from rumble.rankings import knnpbi
 from rumble.rankings.batch import METHODS
 from rumble.store import batch as batch_store
@@ -21,12 +20,8 @@ WAIT_S = 20  # bound on waiting for the scheduler thread; a run of 20 bots takes
 
 
 @pytest.fixture
-def db(app):
-    """The app's database with 250 demo battles in roborumble: 20 bots, every pair met."""
-    conn = store.connect(app.config["RUMBLE"]["DB"])
-    load_demo(conn, "roborumble", 35, "800x600", 250)
-    yield conn
-    conn.close()
+def db(demo_db):
+    return demo_db
 
 
 def rid(db) -> int:

@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+from conftest import pairwise_from_ballots
 
 from rumble.rankings import copeland
 
 NAN = np.nan
-
-
-def pairwise_from_ballots(ballots: list[tuple[int, str]], candidates: str) -> np.ndarray:
-    """d[X, Y] = the number of voters ranking X above Y."""
-    d = np.zeros((len(candidates), len(candidates)))
-    for count, ballot in ballots:
-        for i, x in enumerate(candidates):
-            for j, y in enumerate(candidates):
-                if ballot.index(x) < ballot.index(y):
-                    d[i, j] += count
-    np.fill_diagonal(d, NAN)
-    return d
 
 
 def test_lippman_scholarship_example_with_a_tie():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from conftest import pairwise_from_ballots
 import pytest
 
 from rumble.rankings import schulze
@@ -17,18 +18,6 @@ WIKIPEDIA_D = [[NAN, 20, 26, 30, 22], [25, NAN, 16, 33, 18], [19, 29, NAN, 17, 2
                [23, 27, 21, 31, NAN]]  # fmt: skip
 WIKIPEDIA_P = [[NAN, 28, 28, 30, 24], [25, NAN, 28, 33, 24], [25, 29, NAN, 29, 24], [25, 28, 28, NAN, 24],
                [25, 28, 28, 31, NAN]]  # fmt: skip
-
-
-def pairwise_from_ballots(ballots: list[tuple[int, str]], candidates: str) -> np.ndarray:
-    """d[X, Y] = the number of voters ranking X above Y (the tally, done independently of rumble)."""
-    d = np.zeros((len(candidates), len(candidates)))
-    for count, ballot in ballots:
-        for i, x in enumerate(candidates):
-            for j, y in enumerate(candidates):
-                if ballot.index(x) < ballot.index(y):
-                    d[i, j] += count
-    np.fill_diagonal(d, NAN)
-    return d
 
 
 def test_wikipedia_ballots_tally_to_the_published_matrix():

@@ -6,19 +6,14 @@ import sqlite3
 
 import pytest
 
-from rumble import jobs, store
-from rumble.demo import load_demo
+from rumble import jobs
 from rumble.rankings.batch import METHODS
 from rumble.web.pages import BATCH_TITLES
 
 
 @pytest.fixture
-def db(app):
-    """The app's database with 250 demo battles in roborumble (20 bots, every pair met)."""
-    conn = store.connect(app.config["RUMBLE"]["DB"])
-    load_demo(conn, "roborumble", 35, "800x600", 250)
-    yield conn
-    conn.close()
+def db(demo_db):
+    return demo_db
 
 
 @pytest.fixture
