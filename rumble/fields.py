@@ -60,18 +60,23 @@ def current(db: Store, rumble_id: int) -> RumbleCopy:
     """The rumble's copy, brought up to date (call inside the write transaction)."""
     copy = db._cache.get(_key(rumble_id))
     seen = rating_rows.version(db, rumble_id)
-    if copy is None or copy.seen[1:] != seen[1:]:
+    if copy is None or copy.seen[2] != seen[2]:
         copy = db._cache[_key(rumble_id)] = load(db, rumble_id)
-    elif copy.seen[0] != seen[0]:
+    elif copy.seen[:2] != seen[:2]:
         _catch_up(db, rumble_id, copy)
     copy.seen = seen
     return copy
 
 
 def _catch_up(db: Store, rumble_id: int, copy: RumbleCopy) -> None:
-    """Reload what the battles stored since the copy's last one changed."""
+    """Reload what the battles and participant events stored since the copy's last ones changed.
+
+    A retirement or restoration changes only that bot's active flag here (its opponents' summaries
+    live in the database, not in the copy), so it costs as little as a battle.
+    """
     battles = rating_rows.battles_since(db, rumble_id, copy.seen[0])
-    bots = sorted({bot for _, a, b in battles for bot in (a, b)})
+    events = rating_rows.bots_with_events_since(db, rumble_id, copy.seen[1])
+    bots = sorted({bot for _, a, b in battles for bot in (a, b)} | set(events))
     field = copy.field
     for bot, active in rating_rows.participants(db, rumble_id, bots):
         field.set_active(bot, active)

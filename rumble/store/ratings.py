@@ -57,6 +57,12 @@ def battles_since(db: Store, rumble_id: int, battle_id: int) -> list[tuple[int, 
     ).fetchall()
 
 
+def bots_with_events_since(db: Store, rumble_id: int, event_id: int) -> list[int]:
+    """The bots retired or restored in the rumble after event ``event_id``."""
+    return [row[0] for row in db.execute(
+        "SELECT DISTINCT bot_id FROM participant_events WHERE rumble_id = ? AND id > ?", (rumble_id, event_id))]  # fmt: skip
+
+
 def participants(db: Store, rumble_id: int, bots: list[int] | None = None) -> list[tuple[int, bool]]:
     sql = "SELECT bot_id, active FROM participants WHERE rumble_id = ?"
     params: list = [rumble_id]

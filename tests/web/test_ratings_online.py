@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import random
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 from conftest import battle
 
-from rumble import store
+from rumble import fields, store
 from rumble.app import create_app
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.upload import format_upload
 from rumble.ratings.online import Field
 from rumble.rebuild import rebuild_rumble
 from rumble.store.tables import snapshot
+from rumble.web import close_thread_db
 
 
 def _elo(client) -> dict[str, float]:
@@ -86,20 +88,36 @@ def test_ratings_columns_and_provisional_mark(client, upload):
     assert "±" in html and "?" in html
 
 
-def test_two_workers_and_a_rebuild_agree_bit_for_bit(tmp_path):
-    """Uploads and a retirement alternate between two app instances (two gunicorn workers): each
-    keeps its own in-memory copy of the rumble, which must follow the other's writes exactly."""
+def test_two_workers_and_a_rebuild_agree_bit_for_bit(tmp_path, monkeypatch):
+    """Uploads and a retirement alternate between two workers, each with its own connection and its
+    own in-memory copy of the rumble (as two gunicorn workers): each copy must follow the other's
+    writes exactly, a retirement included, without reloading the whole rumble."""
     config = {"DB": str(tmp_path / "w.db")}
-    workers = [create_app(config).test_client(), create_app(config).test_client()]
+    app = create_app(config)
+    loads = []
+    real_load = fields.load
+    monkeypatch.setattr(fields, "load", lambda db, rid: loads.append(rid) or real_load(db, rid))
+    workers = [ThreadPoolExecutor(max_workers=1) for _ in range(2)]  # one thread, one connection each
+
+    def post(worker: int, path: str, body: bytes) -> str:
+        def call() -> str:
+            return app.test_client().post(path, data=body).get_data(as_text=True)
+
+        return workers[worker].submit(call).result()
+
     rng = random.Random(4)
     bots = [f"p.B{i} 1" for i in range(7)]
     now = int(time.time() * 1000)
     for n in range(120):
         a, b = rng.sample(bots, 2)
         s = rng.randint(0, 6000)
-        workers[n % 2].post("/UploadedResults", data=format_upload(battle(a, b, (s, 6000 - s), time_ms=now + n)))
+        assert "received" in post(n % 2, "/UploadedResults", format_upload(battle(a, b, (s, 6000 - s), time_ms=now + n)))
         if n == 60:
-            workers[1].post("/RemoveOldParticipant", data=b"version=1&game=roborumble&name=p.B3_1&dummy=NA\n")
+            assert "retired" in post(1, "/RemoveOldParticipant", b"version=1&game=roborumble&name=p.B3_1&dummy=NA\n")
+    for worker in workers:
+        worker.submit(close_thread_db).result()
+        worker.shutdown()
+    assert len(loads) == 2  # each worker read the rumble once, then only caught up
     db = store.connect(config["DB"])
     online = snapshot(db)
     assert len(online["ratings"]) == 7
