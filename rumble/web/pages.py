@@ -1,5 +1,5 @@
 """Pages for people: the rumbles, a rankings table and the alternative rankings (each with its JSON
-twin), and the score explanation."""
+twin), and the score explanation; the bot pages (details, pairing, compare) are in ``bots.py``."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from rumble.ratings.online import PROVISIONAL_RD, provisional
 from rumble.store import batch as batch_store
 from rumble.store import rumbles as rumble_store
 from rumble.store import tables
-from rumble.web import get_db
+from rumble.web import bots, get_db
 
 bp = Blueprint("pages", __name__)
+bots.register(bp)  # /BotDetails, /Pairing, /BotCompare
 
 COLUMN_TITLES = {
     "aps": "APS",

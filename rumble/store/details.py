@@ -1,0 +1,206 @@
+"""The queries behind the bot-details, pairing and comparison pages: one call per page, plain dicts out.
+
+Each page function reads in one snapshot (``store.read``) and returns everything the page and its
+JSON twin show; the figures come from the pure functions of ``rumble.rankings.details``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rumble.rankings import details as figures
+from rumble.rankings.scores import Pairing, battle_percent, survival_percent
+from rumble.store import Store, read
+from rumble.store.batch import pairing_values
+
+RATING_COLUMNS = ("elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volatility", "rank_points", "xonstat")
+SUMMARY_COLUMNS = ("aps", "aps_ci", "pwin", "pl", "survival", "pairings", "battles", "last_battle", "wins", "draws", "losses")
+PAIRING_ORDER = ("name", "aps", "aps_ci", "survival", "battles", "last_battle", "expected", "pbi", "knnpbi", "npp", "opponent_aps")
+COMPARE_ORDER = ("name", "a_aps", "b_aps", "diff", "a_survival", "b_survival", "diff_survival", "opponent_aps")
+
+
+def find_participant(db: Store, rumble_id: int, name: str) -> dict | None:
+    """The rumble's participant called ``name`` ({id, name, active}), or None.
+
+    As LiteRumble, a name with ``_`` where the bot has a space (the RatingsFile form) is found by
+    trying each ``_`` as a space in turn.
+    """
+    candidates = [name] + [name[:i] + " " + name[i + 1 :] for i, c in enumerate(name) if c == "_"]
+    for candidate in candidates:
+        row = db.execute(
+            "SELECT b.id, b.full_name, p.active FROM bots b JOIN participants p ON p.bot_id = b.id "
+            "WHERE p.rumble_id = ? AND b.full_name = ?",
+            (rumble_id, candidate),
+        ).fetchone()
+        if row is not None:
+            return {"id": row[0], "name": row[1], "active": bool(row[2])}
+    return None
+
+
+def _summary(db: Store, rumble_id: int, bot: int) -> dict:
+    """The bot's row of the rankings table (scores, every rating, latest batch ranks); None values before a battle."""
+    row = db.execute(
+        "SELECT s.aps, s.aps_ci, s.pwin, s.pl, s.survival, s.pairings, s.battles, substr(s.last_battle, 1, 19), "
+        "s.wins, s.draws, s.losses, " + ", ".join(f"g.{c}" for c in RATING_COLUMNS) + " FROM (SELECT 1) "
+        "LEFT JOIN bot_summaries s ON s.rumble_id = ? AND s.bot_id = ? "
+        "LEFT JOIN ratings g ON g.rumble_id = ? AND g.bot_id = ?",
+        (rumble_id, bot, rumble_id, bot),
+    ).fetchone()
+    summary = dict(zip(SUMMARY_COLUMNS, row[: len(SUMMARY_COLUMNS)]))
+    ratings = dict(zip(RATING_COLUMNS, row[len(SUMMARY_COLUMNS) :]))
+    summary["ratings"] = ratings if ratings["elo"] is not None else None
+    summary["batch"] = {
+        method: {"rank": rank, "score": score}
+        for method, rank, score in db.execute(
+            "SELECT method, rank, score FROM batch_ranks WHERE rumble_id = ? AND bot_id = ? AND method != 'aps' ORDER BY method",
+            (rumble_id, bot),
+        )
+    }
+    return summary
+
+
+def _pairings(db: Store, rumble_id: int, bot: int, elo: float | None) -> list[dict]:
+    """Every pairing of ``bot`` with the opponent's state, Elo and APS, and the pairing's figures."""
+    rows = db.execute(
+        "SELECT o.full_name, p.active, x.battles, x.aps, x.aps_m2, x.survival, x.last_battle, g.elo, s.aps "
+        "FROM pairings x JOIN bots o ON o.id = x.opponent_id "
+        "JOIN participants p ON p.rumble_id = x.rumble_id AND p.bot_id = x.opponent_id "
+        "LEFT JOIN ratings g ON g.rumble_id = x.rumble_id AND g.bot_id = x.opponent_id "
+        "LEFT JOIN bot_summaries s ON s.rumble_id = x.rumble_id AND s.bot_id = x.opponent_id "
+        "WHERE x.rumble_id = ? AND x.bot_id = ?",
+        (rumble_id, bot),
+    ).fetchall()
+    batch = pairing_values(db, rumble_id, bot)
+    out = []
+    for name, active, battles, aps, aps_m2, survival, last, opponent_elo, opponent_aps in rows:
+        pairing = Pairing(battles, aps, aps_m2, survival, last)
+        knnpbi, npp = (v if v is not None and math.isfinite(v) else None for v in batch.get(name, (None, None)))
+        out.append({"name": name, "active": bool(active), "aps": aps, "survival": survival, "battles": battles,
+                    "last_battle": last[:19], **figures.pairing_figures(pairing, elo, opponent_elo),
+                    "knnpbi": knnpbi, "npp": npp, "opponent_aps": opponent_aps})  # fmt: skip
+    return out
+
+
+def bot_details(db: Store, rumble_id: int, name: str, order: str = "name") -> dict | None:
+    """The bot-details page: ``bot``, ``summary`` and its ``pairings`` sorted by ``order``; None if no such bot.
+
+    Raises KeyError for an ``order`` not in PAIRING_ORDER.
+    """
+    with read(db):
+        bot = find_participant(db, rumble_id, name)
+        if bot is None:
+            return None
+        summary = _summary(db, rumble_id, bot["id"])
+        elo = summary["ratings"]["elo"] if summary["ratings"] else None
+        pairings = figures.sort_rows(_pairings(db, rumble_id, bot["id"], elo), order, PAIRING_ORDER)
+    return {"bot": {"name": bot["name"], "active": bot["active"]}, "summary": summary, "pairings": pairings}
+
+
+BATTLE_COLUMNS = ("id", "received_at", "client_time", "a_first", "a_score", "b_score", "a_bullet_damage",
+                  "b_bullet_damage", "a_firsts", "b_firsts", "rounds", "uploader", "client", "state")  # fmt: skip
+
+
+def _pairing_battles(db: Store, rumble_id: int, a: int, b: int) -> list[dict]:
+    """Every logged battle of A and B (either one first), newest first, as seen from A's side."""
+    rows = db.execute(
+        "SELECT id, received_at, client_time, first_bot_id = ?, "
+        "CASE WHEN first_bot_id = ? THEN first_score ELSE second_score END, "
+        "CASE WHEN first_bot_id = ? THEN second_score ELSE first_score END, "
+        "CASE WHEN first_bot_id = ? THEN first_bullet_damage ELSE second_bullet_damage END, "
+        "CASE WHEN first_bot_id = ? THEN second_bullet_damage ELSE first_bullet_damage END, "
+        "CASE WHEN first_bot_id = ? THEN first_firsts ELSE second_firsts END, "
+        "CASE WHEN first_bot_id = ? THEN second_firsts ELSE first_firsts END, "
+        "rounds, uploader, client, state FROM battles "
+        # a bot never battles itself, so both IN lists together mean "A and B, in either order"; the
+        # form lets an index on (rumble_id, first_bot_id, second_bot_id) serve both orders
+        # no ORDER BY: SQLite would walk battles_by_rumble in id order over the whole rumble for it
+        "WHERE rumble_id = ? AND first_bot_id IN (?, ?) AND second_bot_id IN (?, ?)",
+        (a, a, a, a, a, a, a, rumble_id, a, b, a, b),
+    ).fetchall()
+    battles = []
+    for row in sorted(rows, reverse=True):
+        battle = dict(zip(BATTLE_COLUMNS, row))
+        battle["a_first"] = bool(battle["a_first"])
+        battle["received_at"] = battle["received_at"][:19]
+        battle["a_percent"] = battle_percent(battle["a_score"], battle["b_score"])
+        battle["b_percent"] = battle_percent(battle["b_score"], battle["a_score"])
+        battle["a_survival"] = survival_percent(battle["a_firsts"], battle["rounds"])
+        battle["b_survival"] = survival_percent(battle["b_firsts"], battle["rounds"])
+        battles.append(battle)
+    return battles
+
+
+def _pairing_row(db: Store, rumble_id: int, a: int, b: int) -> dict | None:
+    """A's pairing against B with its CI, or None if they have not met (in a counted battle)."""
+    row = db.execute(
+        "SELECT battles, aps, aps_m2, survival, last_battle FROM pairings WHERE rumble_id = ? AND bot_id = ? AND opponent_id = ?",
+        (rumble_id, a, b),
+    ).fetchone()
+    if row is None:
+        return None
+    pairing = Pairing(*row)
+    return {"battles": pairing.battles, "aps": pairing.aps, "survival": pairing.survival,
+            "last_battle": pairing.last_battle[:19], "aps_ci": figures.pairing_figures(pairing, None, None)["aps_ci"]}  # fmt: skip
+
+
+def pairing_page(db: Store, rumble_id: int, name_a: str, name_b: str) -> dict | None:
+    """The pairing page: ``bot``, ``vs``, the ``pairing`` averages and its ``battles``; None if a bot is unknown."""
+    with read(db):
+        a, b = find_participant(db, rumble_id, name_a), find_participant(db, rumble_id, name_b)
+        if a is None or b is None:
+            return None
+        pairing = _pairing_row(db, rumble_id, a["id"], b["id"])
+        battles = _pairing_battles(db, rumble_id, a["id"], b["id"])
+    return {"bot": a["name"], "vs": b["name"], "pairing": pairing, "battles": battles}
+
+
+def _live_pairings(db: Store, rumble_id: int, bot: int) -> dict[str, tuple]:
+    """Opponent name -> (APS, survival, battles, opponent's APS) of ``bot``'s pairings with active opponents."""
+    rows = db.execute(
+        "SELECT o.full_name, x.aps, x.survival, x.battles, s.aps FROM pairings x JOIN bots o ON o.id = x.opponent_id "
+        "JOIN participants p ON p.rumble_id = x.rumble_id AND p.bot_id = x.opponent_id AND p.active = 1 "
+        "LEFT JOIN bot_summaries s ON s.rumble_id = x.rumble_id AND s.bot_id = x.opponent_id "
+        "WHERE x.rumble_id = ? AND x.bot_id = ?",
+        (rumble_id, bot),
+    ).fetchall()
+    return {row[0]: row[1:] for row in rows}
+
+
+def _common_rows(mine: dict[str, tuple], theirs: dict[str, tuple], exclude: set[str]) -> list[dict]:
+    """One row per opponent both bots have met (neither of the two bots itself)."""
+    rows = []
+    for name in sorted(set(mine) & set(theirs) - exclude):
+        (a_aps, a_surv, a_battles, opp_aps), (b_aps, b_surv, b_battles, _) = mine[name], theirs[name]
+        rows.append({"name": name, "a_aps": a_aps, "b_aps": b_aps, "diff": a_aps - b_aps, "a_survival": a_surv,
+                     "b_survival": b_surv, "diff_survival": a_surv - b_surv, "a_battles": a_battles,
+                     "b_battles": b_battles, "opponent_aps": opp_aps})  # fmt: skip
+    return rows
+
+
+def bot_compare(db: Store, rumble_id: int, name_a: str, name_b: str, order: str = "name") -> dict | None:
+    """The comparison page: A and B over their common live opponents, the mean APS difference with its
+    paired t-interval and verdict, the win probabilities from the ratings, and A's pairing against B.
+    None if a bot is unknown; KeyError for an ``order`` not in COMPARE_ORDER."""
+    with read(db):
+        a, b = find_participant(db, rumble_id, name_a), find_participant(db, rumble_id, name_b)
+        if a is None or b is None:
+            return None
+        rows = _common_rows(_live_pairings(db, rumble_id, a["id"]), _live_pairings(db, rumble_id, b["id"]), {a["name"], b["name"]})
+        ratings = [_summary(db, rumble_id, bot["id"])["ratings"] for bot in (a, b)]
+        head_to_head = _pairing_row(db, rumble_id, a["id"], b["id"])
+    interval = figures.paired_interval([row["diff"] for row in rows])
+    return {
+        "bota": a["name"], "botb": b["name"], "common": len(rows),
+        "a_aps": _mean(rows, "a_aps"), "b_aps": _mean(rows, "b_aps"),
+        "a_survival": _mean(rows, "a_survival"), "b_survival": _mean(rows, "b_survival"),
+        "diff": {"mean": interval.mean, "low": interval.low, "high": interval.high, "confidence": figures.CONFIDENCE,
+                 "method": "paired t-interval over the common opponents"},
+        "verdict": figures.verdict(a["name"], b["name"], interval),
+        "win_probability": figures.win_probabilities(*ratings),
+        "head_to_head": head_to_head,
+        "rows": figures.sort_rows(rows, order, COMPARE_ORDER),
+    }  # fmt: skip
+
+
+def _mean(rows: list[dict], key: str) -> float | None:
+    return sum(row[key] for row in rows) / len(rows) if rows else None

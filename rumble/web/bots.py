@@ -1,0 +1,97 @@
+"""Pages about bots, at LiteRumble's URLs: /BotDetails, /Pairing and /BotCompare, each with its
+``api=1`` JSON twin from the same store call (rumble.store.details). Registered on the pages
+blueprint by ``pages.py``."""
+
+from __future__ import annotations
+
+from flask import Response, current_app, jsonify, render_template, request
+
+from rumble.ratings.online import PROVISIONAL_RD
+from rumble.store import details
+from rumble.store import rumbles as rumble_store
+from rumble.web import get_db
+
+PAIRING_TITLES = {
+    "aps": "APS", "aps_ci": "APS CI", "survival": "Survival", "battles": "Battles", "last_battle": "Last battle (UTC)",
+    "expected": "Expected", "pbi": "PBI", "knnpbi": "KNNPBI", "npp": "NPP", "opponent_aps": "Opponent APS",
+}  # fmt: skip
+COMPARE_TITLES = {
+    "a_aps": "APS (A)", "b_aps": "APS (B)", "diff": "Diff APS", "a_survival": "Survival (A)",
+    "b_survival": "Survival (B)", "diff_survival": "Diff survival", "opponent_aps": "Opponent APS",
+}  # fmt: skip
+
+
+class NotFound(Exception):
+    """A request names an unknown rumble or bot, or a bad sort order: answered in plain words."""
+
+    def __init__(self, message: str, status: int = 404):
+        super().__init__(message)
+        self.status = status
+
+
+def failure(error: NotFound) -> Response:
+    """The error as JSON for ``api=1``, else as plain text."""
+    if request.args.get("api") == "1":
+        response = jsonify({"error": str(error)})
+    else:
+        response = Response(str(error) + "\n", mimetype="text/plain")
+    response.status_code = error.status
+    return response
+
+
+def _rumble(game: str) -> int:
+    if game not in current_app.extensions["rumble.rumbles"]:
+        raise NotFound(f"There is no rumble called {game!r}.")
+    return rumble_store.rumble_id(get_db(), game)
+
+
+def _found(page: dict | None, game: str, *names: str) -> dict:
+    if page is None:
+        raise NotFound(f"No bot called {' or '.join(repr(n) for n in names)} has battled in {game}.")
+    return page
+
+
+def _call(function, *args, order: str, orders) -> dict | None:
+    try:
+        return function(*args, order=order)
+    except KeyError:
+        raise NotFound(f"Cannot sort by {order!r}; use one of {', '.join(orders)} (with - for descending).", 400) from None
+
+
+def bot_details() -> Response | str:
+    """A bot's summary and every pairing (LiteRumble's /BotDetails?game=G&name=N)."""
+    game, name, order = request.args.get("game", "roborumble"), request.args.get("name", ""), request.args.get("order", "name")
+    page = _found(_call(details.bot_details, get_db(), _rumble(game), name, order=order, orders=details.PAIRING_ORDER), game, name)
+    if request.args.get("api") == "1":
+        return jsonify({"game": game, **page})
+    from rumble.web.pages import BATCH_TITLES  # pages.py imports this module to register it
+
+    return render_template("bot_details.html", game=game, order=order, titles=PAIRING_TITLES, batch_titles=BATCH_TITLES,
+                           provisional_rd=PROVISIONAL_RD, **page)  # fmt: skip
+
+
+def pairing() -> Response | str:
+    """Every battle of one pairing from the log (RRServer's ViewPairing)."""
+    game, bot, vs = request.args.get("game", "roborumble"), request.args.get("bot", ""), request.args.get("vs", "")
+    page = _found(details.pairing_page(get_db(), _rumble(game), bot, vs), game, bot, vs)
+    if request.args.get("api") == "1":
+        return jsonify({"game": game, **page})
+    return render_template("pairing.html", game=game, **page)
+
+
+def bot_compare() -> Response | str:
+    """Two bots over their common opponents (LiteRumble's /BotCompare?game=G&bota=A&botb=B)."""
+    args = request.args
+    game, a, b, order = args.get("game", "roborumble"), args.get("bota", ""), args.get("botb", ""), args.get("order", "name")
+    page = _found(_call(details.bot_compare, get_db(), _rumble(game), a, b, order=order, orders=details.COMPARE_ORDER), game, a, b)
+    if args.get("api") == "1":
+        return jsonify({"game": game, **page})
+    return render_template("bot_compare.html", game=game, order=order, titles=COMPARE_TITLES, **page)
+
+
+def register(bp) -> None:
+    """Add the bot pages and the plain-words error answer to the pages blueprint."""
+    bp.add_url_rule("/BotDetails", view_func=bot_details)
+    bp.add_url_rule("/Pairing", view_func=pairing)
+    bp.add_url_rule("/BotCompare", view_func=bot_compare)
+    bp.register_error_handler(NotFound, failure)
