@@ -1,4 +1,5 @@
-"""The ``rumble`` command: serve, demo, rebuild, import, export, migrate, rank, batch."""
+"""The ``rumble`` command: serve, demo, rebuild, import, export, migrate, rank, batch (and, from
+``rumble.cli_admin``, backup, restore and admin)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tqdm import tqdm
 
 from rumble import settings as settings_module
 from rumble import store
+from rumble.cli_admin import register as register_admin_commands
 from rumble.protocol.games import load_rumbles
 
 
@@ -305,6 +307,9 @@ def batch(db: str | None) -> None:
         click.echo(f"{r.game}: batch run {r.run_id}, {int(r.ranked.kept.sum())} bots, {r.seen.battles} battles, {r.seconds:.1f} s")
     if not reports:
         click.echo("no rumble changed since its last batch run")
+
+
+register_admin_commands(cli)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(cli())

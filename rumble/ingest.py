@@ -120,6 +120,21 @@ def retire(db: Store, rumble_id: int, bot: int, now: str, source: str) -> bool:
     return True
 
 
+def restore(db: Store, rumble_id: int, bot: int, now: str, source: str) -> bool:
+    """Bring a retired ``bot`` back: its pairings count again for every opponent. False if it was
+    not retired (active, or never in the rumble). Logged like ``retire``, for the rebuild.
+    """
+    if bots.participant_state(db, rumble_id, bot) is not False:
+        return False
+    copy = fields.current(db, rumble_id)
+    event = bots.record_event(db, rumble_id, bot, True, now, source)
+    bots.set_active(db, rumble_id, bot, True, now)
+    _shift_opponents(db, rumble_id, bot, +1)
+    copy.field.set_active(bot, True)
+    copy.seen = (copy.seen[0], event, copy.seen[2])
+    return True
+
+
 def _shift_opponents(db: Store, rumble_id: int, bot: int, sign: int) -> None:
     """Add (+1) or remove (-1) each opponent's pairing with ``bot`` from that opponent's totals."""
     opponents = pairings.opponents_of(db, rumble_id, bot)

@@ -41,6 +41,7 @@ class Store(sqlite_utils.Database):
     _lock_file = None
     _cache: dict
     commits_since_checkpoint = 0
+    epoch: int | None = None  # PRAGMA user_version as last seen: bumped by each restore (store.backup)
 
     def close(self) -> None:
         if self._lock_file is not None:
@@ -64,6 +65,7 @@ def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool 
         raise ValueError(f"SYNCHRONOUS must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
     db = Store(conn)
     db._cache = {}
+    db.epoch = conn.execute("PRAGMA user_version").fetchone()[0]
     if not memory:
         db.lock_path = path + ".lock"
         with _file_lock(db):
@@ -99,6 +101,10 @@ def write(db: Store) -> Iterator[Store]:
     with _file_lock(db):
         db.conn.execute("BEGIN IMMEDIATE")
         try:
+            epoch = db.conn.execute("PRAGMA user_version").fetchone()[0]
+            if epoch != db.epoch:  # the file was restored from a backup: cached ids may be gone
+                db._cache.clear()
+                db.epoch = epoch
             yield db
         except BaseException:
             db.conn.execute("ROLLBACK")

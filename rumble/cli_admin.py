@@ -1,0 +1,202 @@
+"""The maintainers' commands: ``rumble backup``, ``rumble restore`` and ``rumble admin ...``.
+
+Registered on the main group by ``rumble.cli`` (``register``). Whoever can run these can read the
+database file anyway, so they need no token; they are still audited, as ``cli:<user>``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import sqlite3
+from pathlib import Path
+
+import click
+from tqdm import tqdm
+
+from rumble import store
+
+db_option = click.option(
+    "--db", type=click.Path(dir_okay=False), default=None, help="SQLite database file (default: $RUMBLE_DB or ~/.local/share/rumble/rumble.db)."
+)
+PROGRESS_FROM_PAGES = 25_600  # a progress bar from 100 MiB (at 4 KiB pages) on
+
+
+def _open(db: str | None) -> tuple[dict, store.Store]:
+    from rumble.cli import _open as open_store
+    from rumble.cli import _settings
+
+    values = _settings(db)
+    return values, open_store(values)
+
+
+def _who() -> str:
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "cli"
+
+
+def _audit(conn: store.Store, action: str, details: dict) -> None:
+    from rumble.store.admin import audit
+
+    with store.write(conn):
+        audit(conn, _who(), action, details, 0, store.utc_now())
+
+
+def _bar(desc: str):
+    """A tqdm bar fed (done, total) pages, shown only for a large database."""
+    bar = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None and total >= PROGRESS_FROM_PAGES:
+            bar = tqdm(total=total, desc=desc, unit="page", disable=None)
+        if bar is not None:
+            bar.update(done - bar.n)
+
+    def close() -> None:
+        if bar is not None:
+            bar.close()
+
+    return update, close
+
+
+@click.command()
+@db_option
+@click.option("--force", is_flag=True, help="Overwrite PATH if it exists.")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+def backup(db: str | None, force: bool, path: Path) -> None:
+    """Copy the live database to PATH (SQLite's online backup: uploads go on meanwhile)."""
+    from rumble.store.backup import backup as copy_out
+
+    if path.exists() and not force:
+        raise click.ClickException(f"{path} exists; --force overwrites it")
+    values, conn = _open(db)
+    try:
+        if Path(values["DB"]).resolve() == path.resolve():
+            raise click.ClickException("PATH is the live database itself")
+        update, close = _bar("backup")
+        try:
+            pages = copy_out(conn, path, update)
+        finally:
+            close()
+        _audit(conn, "backup", {"path": str(path.resolve()), "pages": pages})
+    finally:
+        conn.close()
+    click.echo(f"backed up {values['DB']} to {path} ({pages} pages)")
+
+
+@click.command()
+@db_option
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.argument("path", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+def restore(db: str | None, yes: bool, path: Path) -> None:
+    """Replace the live database with the backup at PATH, then apply pending migrations.
+
+    Safe while the server runs: it waits for the write lock, and the workers see the restored
+    file from their next request on. Everything written since the backup is lost.
+    """
+    from rumble.store.backup import NotARumbleDatabase, open_backup
+    from rumble.store.backup import restore as copy_in
+
+    try:
+        source = open_backup(path)
+    except NotARumbleDatabase as error:
+        raise click.ClickException(f"{path}: {error}") from None
+    try:
+        values, conn = _open(db)
+        try:
+            if Path(values["DB"]).resolve() == path.resolve():
+                raise click.ClickException("PATH is the live database itself")
+            if not yes:
+                click.confirm(f"Replace {values['DB']} with {path}? Everything written since that backup is lost", abort=True)
+            update, close = _bar("restore")
+            try:
+                copy_in(conn, source, update)
+            except sqlite3.OperationalError as error:  # e.g. a page size the live WAL file cannot take
+                raise click.ClickException(f"could not restore {path}: {error}") from None
+            finally:
+                close()
+        finally:
+            conn.close()
+    finally:
+        source.close()
+    _, conn = _open(db)  # applies the migrations the backup lacks and records the rumbles
+    try:
+        _audit(conn, "restore", {"path": str(path.resolve())})
+    finally:
+        conn.close()
+    click.echo(f"restored {values['DB']} from {path}")
+
+
+@click.group()
+def admin() -> None:
+    """Maintainer tokens: create-token, revoke, list."""
+
+
+@admin.command("create-token")
+@db_option
+@click.argument("name")
+def create_token(db: str | None, name: str) -> None:
+    """Make a new token for maintainer NAME and print it (only its hash is kept: copy it now)."""
+    from rumble.admin_tokens import hash_token, new_token
+    from rumble.store.admin import MaintainerExists, add_maintainer, audit
+
+    name = name.strip()
+    if not name or len(name) > 100:
+        raise click.BadParameter("a name of 1 to 100 characters", param_hint="NAME")
+    token = new_token()
+    _, conn = _open(db)
+    try:
+        with store.write(conn):
+            add_maintainer(conn, name, hash_token(token), store.utc_now())
+            audit(conn, _who(), "create-token", {"maintainer": name}, 0, store.utc_now())
+    except MaintainerExists as error:
+        raise click.ClickException(str(error)) from None
+    finally:
+        conn.close()
+    click.echo(token)
+
+
+@admin.command()
+@db_option
+@click.argument("name")
+def revoke(db: str | None, name: str) -> None:
+    """Revoke maintainer NAME's token (its browser sessions end at their next request)."""
+    from rumble.store.admin import audit
+    from rumble.store.admin import revoke as revoke_token
+
+    _, conn = _open(db)
+    try:
+        with store.write(conn):
+            done = revoke_token(conn, name, store.utc_now())
+            if done:
+                audit(conn, _who(), "revoke", {"maintainer": name}, 0, store.utc_now())
+    finally:
+        conn.close()
+    if not done:
+        raise click.ClickException(f"no maintainer {name!r} with a valid token")
+    click.echo(f"revoked {name}")
+
+
+@admin.command("list")
+@db_option
+def list_(db: str | None) -> None:
+    """List the maintainers: name, created, revoked (never a token or its hash)."""
+    from rumble.store.admin import maintainers
+
+    _, conn = _open(db)
+    try:
+        rows = maintainers(conn)
+    finally:
+        conn.close()
+    for row in rows:
+        click.echo(f"{row['name']}\tcreated {row['created_at'][:19]}\t" + (f"revoked {row['revoked_at'][:19]}" if row["revoked_at"] else "valid"))
+    if not rows:
+        click.echo("no maintainers; `rumble admin create-token NAME` makes one")
+
+
+def register(group: click.Group) -> None:
+    """Add these commands to the ``rumble`` group."""
+    for command in (backup, restore, admin):
+        group.add_command(command)

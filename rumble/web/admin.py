@@ -1,0 +1,203 @@
+"""The maintainers' blueprint under /admin: authentication, the audit log page, retire and restore.
+
+Scripts send ``Authorization: Bearer <token>``; browsers log in once at /admin/login and then
+carry a signed session cookie (HttpOnly, SameSite=Strict, Secure over https, path /admin) that
+expires ADMIN_SESSION_MINUTES after the login. Every POST made with a session must carry the
+session's CSRF token in the form: a cookie is sent by the browser on its own, a header is not.
+A revoked token ends its sessions at their next request. Every action is audited in the same
+transaction as the action itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import secrets
+import time
+from datetime import timedelta
+
+from flask import Blueprint, current_app, g, jsonify, redirect, render_template, request, session, url_for
+from flask.sessions import SecureCookieSessionInterface
+
+from rumble import ingest, store
+from rumble.admin_tokens import verify_token
+from rumble.store import admin as admin_store
+from rumble.store import bots
+from rumble.store.rumbles import rumble_id
+from rumble.web import get_db
+
+bp = Blueprint("admin", __name__, url_prefix="/admin")
+
+
+class AdminSessionInterface(SecureCookieSessionInterface):
+    """Flask's signed cookie session, marked Secure exactly when the request came over https."""
+
+    def get_cookie_secure(self, app) -> bool:
+        return request.is_secure
+
+
+def init_app(app) -> None:
+    """Give the app the database's secret key and the admin session's cookie settings."""
+    db = store.connect(app.config["RUMBLE"]["DB"], migrate=False)
+    try:
+        app.secret_key = admin_store.secret(db, "flask_secret_key")
+    finally:
+        db.close()
+    app.session_interface = AdminSessionInterface()
+    app.config.update(
+        SESSION_COOKIE_NAME="rumble_admin",
+        SESSION_COOKIE_PATH="/admin",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Strict",
+        PERMANENT_SESSION_LIFETIME=timedelta(minutes=app.config["RUMBLE"]["ADMIN_SESSION_MINUTES"]),
+    )
+
+
+def token_owner(db: store.Store, token: str) -> str | None:
+    """The maintainer whose valid token ``token`` is, or None."""
+    owner = None
+    for name, stored in admin_store.active_hashes(db):
+        if verify_token(token, stored) and owner is None:
+            owner = name
+    return owner
+
+
+def csrf_token() -> str:
+    """This session's CSRF token, made on first use (templates put it in every form)."""
+    if "csrf" not in session:
+        session["csrf"] = secrets.token_urlsafe(32)
+    return session["csrf"]
+
+
+def _csrf_ok() -> bool:
+    sent, expected = request.form.get("csrf_token", ""), session.get("csrf", "")
+    return bool(expected) and hmac.compare_digest(sent.encode(), expected.encode())
+
+
+def _authenticate() -> tuple[str | None, int, str]:
+    """(maintainer, 0, '') or (None, status, reason), from the bearer header or the session."""
+    header = request.headers.get("Authorization")
+    if header is not None:
+        g.admin_via = "token"
+        scheme, _, token = header.partition(" ")
+        name = token_owner(get_db(), token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+        return (name, 0, "") if name else (None, 401, "invalid or revoked token")
+    g.admin_via = "session"
+    name = session.get("admin")
+    if name is None:
+        return None, 401, "authentication required"
+    if time.time() >= session.get("admin_until", 0) or not admin_store.is_active(get_db(), name):
+        session.clear()
+        return None, 401, "session expired or token revoked"
+    if request.method not in ("GET", "HEAD") and not _csrf_ok():
+        return None, 403, "missing or wrong CSRF token"
+    return name, 0, ""
+
+
+def _from_browser() -> bool:
+    return g.admin_via == "session" and "text/html" in request.headers.get("Accept", "")
+
+
+def admin_required(view):
+    """Run ``view`` for an authenticated maintainer (``g.admin``); refuse everyone else:
+    401 JSON for scripts, a redirect to the login page for browsers, 403 for a bad CSRF token."""
+
+    @functools.wraps(view)
+    def wrapped(*args, **kwargs):
+        name, status, reason = _authenticate()
+        if name is None:
+            if status == 401 and _from_browser():
+                return redirect(url_for("admin.login", next=request.path))
+            response = jsonify(error=reason)
+            response.status_code = status
+            if status == 401:
+                response.headers["WWW-Authenticate"] = 'Bearer realm="rumble admin"'
+            return response
+        g.admin = name
+        return view(*args, **kwargs)
+
+    return wrapped
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login():
+    """The browser's login form: the token, checked against the valid ones, starts a session."""
+    target = request.values.get("next", "")
+    target = target if target.startswith("/admin") else url_for("admin.audit_page")  # no open redirect
+    if request.method == "GET":
+        return render_template("admin_login.html", csrf_token=csrf_token(), next=target, error=None)
+    if not _csrf_ok():
+        return render_template("admin_login.html", csrf_token=csrf_token(), next=target, error="The form expired; try again."), 403
+    db = get_db()
+    name = token_owner(db, request.form.get("token", "").strip())
+    if name is None:
+        return render_template("admin_login.html", csrf_token=csrf_token(), next=target, error="That token is not valid."), 401
+    session.clear()  # a fresh session (and CSRF token) for the logged-in maintainer
+    session.permanent = True
+    session.update(admin=name, admin_until=time.time() + 60 * current_app.config["RUMBLE"]["ADMIN_SESSION_MINUTES"])
+    csrf_token()
+    with store.write(db):
+        admin_store.audit(db, name, "login", {"remote_addr": request.remote_addr}, 0, store.utc_now())
+    return redirect(target, code=303)
+
+
+@bp.post("/logout")
+@admin_required
+def logout():
+    db = get_db()
+    with store.write(db):
+        admin_store.audit(db, g.admin, "logout", {"remote_addr": request.remote_addr}, 0, store.utc_now())
+    session.clear()
+    return redirect(url_for("admin.login"), code=303)
+
+
+@bp.get("")
+@admin_required
+def audit_page():
+    """The audit log, newest first (``?api=1``: JSON)."""
+    rows = admin_store.audit_rows(get_db())
+    if request.args.get("api") == "1":
+        return jsonify(rows)
+    games = sorted(current_app.extensions["rumble.rumbles"])
+    csrf = csrf_token() if g.admin_via == "session" else ""
+    return render_template("admin.html", rows=rows, admin=g.admin, games=games, csrf_token=csrf)
+
+
+@bp.post("/retire")
+@admin_required
+def retire():
+    """Retire a bot from a rumble (form or JSON: game, name)."""
+    return _participation("retire", ingest.retire)
+
+
+@bp.post("/restore")
+@admin_required
+def restore():
+    """Bring a retired bot back into a rumble (form or JSON: game, name)."""
+    return _participation("restore", ingest.restore)
+
+
+def _participation(action: str, change):
+    """Retire or restore ``name`` in ``game``, audited together in one transaction."""
+    values = request.get_json(silent=True) if request.is_json else request.form
+    if not hasattr(values, "get"):  # a JSON body that is not an object
+        values = {}
+    game, name = str(values.get("game", "")), str(values.get("name", "")).strip()
+    details = {"game": game, "bot": name, "via": g.admin_via, "remote_addr": request.remote_addr}
+    status, battles = 200, 0
+    db = get_db()
+    with store.write(db):
+        rid = rumble_id(db, game) if game in current_app.extensions["rumble.rumbles"] else None
+        bot = bots.find_bot(db, name)
+        if rid is None or bot is None or bots.participant_state(db, rid, bot) is None:
+            status, details["error"] = 404, f"no bot {name!r} in rumble {game!r}"
+            details["changed"] = False
+        else:
+            details["changed"] = change(db, rid, bot, store.utc_now(), f"admin {action} by {g.admin}")
+            battles = admin_store.bot_battles(db, rid, bot) if details["changed"] else 0
+        admin_store.audit(db, g.admin, action, details, battles, store.utc_now())
+    if g.admin_via == "session":
+        return redirect(url_for("admin.audit_page"), code=303)
+    response = jsonify(action=action, game=game, bot=name, changed=details["changed"], battles=battles, error=details.get("error"))
+    response.status_code = status
+    return response
