@@ -70,6 +70,21 @@ def _rebuilt_equals_online(app) -> None:
     db.close()
 
 
+def test_the_list_of_admin_urls_above_is_every_admin_url_but_the_login(app):
+    """A new /admin URL must join ADMIN_URLS, and so every refusal test below."""
+    found = {(method, rule.rule) for rule in app.url_map.iter_rules() if rule.rule.startswith("/admin")
+             for method in rule.methods - {"HEAD", "OPTIONS"}}  # fmt: skip
+    assert found - {("GET", "/admin/login"), ("POST", "/admin/login")} == set(ADMIN_URLS)
+
+
+def test_the_login_redirects_only_within_admin(app, client):
+    token = _token(app)
+    page = client.get("/admin/login").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    response = client.post("/admin/login", data={"token": token, "csrf_token": csrf, "next": "https://evil.example/admin"})
+    assert response.status_code == 303 and response.headers["Location"] == "/admin"
+
+
 @pytest.mark.parametrize("method, url", ADMIN_URLS)
 def test_every_admin_url_refuses_a_script_without_credentials(client, method, url):
     response = client.open(url, method=method)
