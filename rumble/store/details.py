@@ -112,7 +112,7 @@ def _pairing_battles(db: Store, rumble_id: int, a: int, b: int) -> list[dict]:
         "CASE WHEN first_bot_id = ? THEN second_firsts ELSE first_firsts END, "
         "rounds, uploader, client, state FROM battles "
         # a bot never battles itself, so both IN lists together mean "A and B, in either order"; the
-        # form lets an index on (rumble_id, first_bot_id, second_bot_id) serve both orders
+        # form lets battles_by_pairing (migration 0006) serve both orders
         # no ORDER BY: SQLite would walk battles_by_rumble in id order over the whole rumble for it
         "WHERE rumble_id = ? AND first_bot_id IN (?, ?) AND second_bot_id IN (?, ?)",
         (a, a, a, a, a, a, a, rumble_id, a, b, a, b),
