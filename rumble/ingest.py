@@ -35,7 +35,7 @@ class Applied:
 
 
 def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Applied:
-    """Log ``battle`` and update its pairings and the two bots' summaries (caller holds the transaction)."""
+    """Log ``battle`` and update its pairings and the two bots' summaries and ratings (caller holds the transaction)."""
     rumble_id = find_rumble_id(db, battle.game)
     if rumble_id is None:
         raise LookupError(f"rumble {battle.game!r} is not in the database")
