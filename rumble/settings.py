@@ -29,9 +29,10 @@ def _bool(value: str) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def default_db_path() -> Path:
+def default_db_path(environ: dict[str, str] | None = None) -> Path:
     """The database file used when neither --db nor RUMBLE_DB names one (XDG data directory)."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    environ = os.environ if environ is None else environ
+    base = environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "rumble" / "rumble.db"
 
 
@@ -68,5 +69,5 @@ def load(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None
             raise KeyError(f"unknown setting {name!r}")
         values[name] = value
     if values["DB"] is None:
-        values["DB"] = str(default_db_path())
+        values["DB"] = str(default_db_path(environ))
     return values
