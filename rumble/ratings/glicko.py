@@ -12,11 +12,11 @@
 - ``win_probability`` is the expected score with both deviations (seed 001, "Calculating win
   probabilities"): 1/(1 + 10^(-g(sqrt(RD1² + RD2²))·(r1 - r2)/400)).
 
-Seed 001 gives no minimum RD (its code's floor of 25 is known only from peers.md), so none is
-applied. The decay alone does not keep RD up under the all-pairings method: every upload counts
-all of a bot's pairings as fresh games, so a bot with 1000 pairings updated every 10 minutes
-settles near RD 5 with the default c (the level grows only as sqrt(c)). Ratings use the Glicko-1 scale: a new bot is
-1500 ± 350.
+The decay alone does not keep RD up under the all-pairings method: every upload counts all of a
+bot's pairings as fresh games, so a bot with 1000 pairings rated every 10 minutes would settle
+near RD 5 with the default c (the level grows only as sqrt(c)), the collapse RRServer showed. So
+RD never falls below RD_MIN = 25, the floor of seed 001's own ladder (rating-update's code, known
+from peers.md section 4; its text gives none). Ratings use the Glicko-1 scale: a new bot is 1500 ± 350.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from rumble.ratings.glicko_common import E, Q, g
 
 R_UNRATED = 1500.0  # Glickman's step 1 and RRServer: an unrated player's rating
 RD_UNRATED = 350.0  # Glickman's step 1 and seed 001: an unrated player's RD, also the decay's cap
+RD_MIN = 25.0  # rating-update's floor (peers.md section 4): keeps the all-pairings update from collapsing RD
 RD_TYPICAL = 50.0  # Glickman's example of a settled player's RD, the starting point for choosing c
 DAY_SECONDS = 86_400
 PERIOD_SECONDS = DAY_SECONDS  # one virtual rating period is a day: a bot can be updated many times a day
@@ -68,7 +69,7 @@ def game_terms(rating, opp_r, opp_rd, scores) -> tuple[np.ndarray, np.ndarray]:
 def combine(rating: float, rd: float, variance_sum: float, improvement_sum: float) -> tuple[float, float]:
     """(r', RD') of step 2 from the sums of ``game_terms`` over the period's games."""
     precision = 1.0 / rd**2 + Q**2 * variance_sum  # 1/RD² + 1/d²
-    return rating + Q / precision * improvement_sum, math.sqrt(1.0 / precision)
+    return rating + Q / precision * improvement_sum, max(math.sqrt(1.0 / precision), RD_MIN)
 
 
 def update(rating: float, rd: float, opp_r, opp_rd, scores) -> tuple[float, float]:

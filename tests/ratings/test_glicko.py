@@ -125,3 +125,14 @@ def test_defaults_bring_a_settled_rd_back_to_350_after_a_year():
     assert glicko.periods(3 * 86_400) == 3.0
     assert glicko.decay(50.0, glicko.periods(365 * 86_400)) == pytest.approx(350.0, rel=1e-14)
     assert (glicko.R_UNRATED, glicko.RD_UNRATED) == (1500.0, 350.0)
+
+
+def test_all_pairings_updates_never_collapse_rd_below_the_floor():
+    """1,000 pairings at 60 % counted afresh on each of 200 uploads would drive RD towards 0
+    (1/RD² grows by about q²·Σg²E(1−E) ≈ 3.3e-5 · 1000 · 0.976 · 0.25 ≈ 0.008 per upload, so
+    after 200 uploads 1/RD² ≈ 1.6 and RD < 1); the floor keeps it at 25 (rating-update's minimum)."""
+    rating, rd = 1500.0, 350.0
+    opp_r, opp_rd, scores = np.full(1000, 1500.0), np.full(1000, 50.0), np.full(1000, 0.6)
+    for _ in range(200):
+        rating, rd = glicko.update(rating, rd, opp_r, opp_rd, scores)
+    assert rd == glicko.RD_MIN == 25.0
