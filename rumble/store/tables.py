@@ -67,6 +67,16 @@ def ranking_rows(db: Store, rumble_id: int, order: str = "-aps") -> list[dict]:
     return [dict(zip(RANKING_COLUMNS + ("rank",), row)) for row in rows]
 
 
+def unrated_since_last_event(db: Store, rumble_id: int) -> int:
+    """Active bots whose ratings were last updated before the rumble's latest retirement or restoration."""
+    return db.execute(
+        "SELECT count(*) FROM participants p JOIN ratings g ON g.rumble_id = p.rumble_id AND g.bot_id = p.bot_id "
+        "WHERE p.rumble_id = ? AND p.active = 1 AND g.rated_at < (SELECT (julianday(max(happened_at)) - 2440587.5) * 86400.0 "
+        "FROM participant_events WHERE rumble_id = ?)",
+        (rumble_id, rumble_id),
+    ).fetchone()[0]
+
+
 def ratings_file_rows(db: Store, rumble_id: int) -> list[tuple[str, float, int, str]]:
     """(name, APS, battles, last battle) of each active bot with a score, for RatingsFile."""
     return db.execute(

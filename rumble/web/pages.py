@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, current_app, jsonify, render_template, request
 
+from rumble.rankings import ties
 from rumble.ratings.online import PROVISIONAL_RD, provisional
 from rumble.store import batch as batch_store
 from rumble.store import rumbles as rumble_store
@@ -61,12 +62,15 @@ def rankings():
         rows = [_with_provisional(row) for row in tables.ranking_rows(db, rid, order)]
     except KeyError:
         abort(400, description=f"Cannot sort by {order!r}; use one of {', '.join(tables.RANKING_ORDER)} (with - for descending).")
+    for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):
+        row["rank_range"], row["tied"] = [best, worst], best != worst
     if request.args.get("api") == "1":
         return jsonify(rows)
+    state, banner = ties.stability([r["pairings"] for r in rows], tables.unrated_since_last_event(db, rid))
     latest = batch_store.runs(db, rid, limit=1)
     return render_template("rankings.html", game=game, rows=rows, order=order, titles=COLUMN_TITLES,
                            batch_titles=BATCH_TITLES, batch_run=latest[0] if latest else None,
-                           provisional_rd=PROVISIONAL_RD)  # fmt: skip
+                           provisional_rd=PROVISIONAL_RD, state=state, banner=banner)  # fmt: skip
 
 
 @bp.get("/AlternativeRankings")

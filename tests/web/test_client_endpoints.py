@@ -172,3 +172,20 @@ def test_rankings_page_renders_a_sortable_table(client, upload):
     assert client.get("/Rankings?game=nosuch").status_code == 404
     assert client.get("/ScoreExplanation").status_code == 200
     assert "roborumble" in client.get("/").get_data(as_text=True)
+
+
+def test_rankings_mark_statistical_ties_and_show_the_banner(client, upload):
+    """Three bots, one battle per pairing: no pairing has two battles, so no bot has an interval
+    yet and each could rank anywhere from 1 to 3; two of three pairings are played → incomplete."""
+    now = int(time.time() * 1000)
+    upload(battle("a.A 1", "b.B 1", (6000, 4000), time_ms=now))
+    upload(battle("a.A 1", "c.C 1", (7000, 3000), time_ms=now + 1))
+    rows = client.get("/Rankings?game=roborumble&api=1").json
+    assert all(r["rank_range"] == [1, 3] and r["tied"] for r in rows)
+    html = client.get("/Rankings?game=roborumble").get_data(as_text=True)
+    assert "Pairings incomplete: 2 of 3 bots have not met everyone (1 pairings missing)." in html
+    assert "(1–3)" in html
+    upload(battle("b.B 1", "c.C 1", (5000, 5000), time_ms=now + 2))
+    assert "Pairings complete: all 3 bots have met each other." in client.get("/Rankings?game=roborumble").get_data(as_text=True)
+    client.post("/RemoveOldParticipant", data=b"version=1&game=roborumble&name=c.C_1&dummy=NA\n")
+    assert "Ratings unstable" in client.get("/Rankings?game=roborumble").get_data(as_text=True)
