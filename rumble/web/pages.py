@@ -64,13 +64,17 @@ def rankings():
         abort(400, description=f"Cannot sort by {order!r}; use one of {', '.join(tables.RANKING_ORDER)} (with - for descending).")
     for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):
         row["rank_range"], row["tied"] = [best, worst], best != worst
+    state, banner = ties.stability([r["pairings"] for r in rows], tables.unrated_since_last_event(db, rid))
+    limit, page = _positive("limit", len(rows) or 1), _positive("page", 1)
+    total = len(rows)
+    rows = rows[(page - 1) * limit : page * limit]
     if request.args.get("api") == "1":
         return jsonify(rows)
-    state, banner = ties.stability([r["pairings"] for r in rows], tables.unrated_since_last_event(db, rid))
     latest = batch_store.runs(db, rid, limit=1)
     return render_template("rankings.html", game=game, rows=rows, order=order, titles=COLUMN_TITLES,
                            batch_titles=BATCH_TITLES, batch_run=latest[0] if latest else None,
-                           provisional_rd=PROVISIONAL_RD, state=state, banner=banner)  # fmt: skip
+                           provisional_rd=PROVISIONAL_RD, state=state, banner=banner,
+                           page=page, limit=limit, pages=max(1, -(-total // limit)), total=total)  # fmt: skip
 
 
 @bp.get("/AlternativeRankings")
@@ -83,6 +87,16 @@ def alternative_rankings():
     if request.args.get("api") == "1":
         return jsonify({"game": game, **page})
     return render_template("alternative_rankings.html", game=game, titles={"aps": "APS", **BATCH_TITLES}, **page)
+
+
+def _positive(name: str, default: int) -> int:
+    """A positive whole-number query parameter, or a 400 that says what is wrong."""
+    raw = request.args.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        abort(400, description=f"{name} must be a whole number of at least 1, not {raw[:20]!r}.")
+    return int(raw)
 
 
 def _with_provisional(row: dict) -> dict:

@@ -189,3 +189,19 @@ def test_rankings_mark_statistical_ties_and_show_the_banner(client, upload):
     assert "Pairings complete: all 3 bots have met each other." in client.get("/Rankings?game=roborumble").get_data(as_text=True)
     client.post("/RemoveOldParticipant", data=b"version=1&game=roborumble&name=c.C_1&dummy=NA\n")
     assert "Ratings unstable" in client.get("/Rankings?game=roborumble").get_data(as_text=True)
+
+
+def test_rankings_paginate_in_rank_order(client, upload):
+    now = int(time.time() * 1000)
+    for n, (a, b, s) in enumerate([("a.A 1", "b.B 1", 9000), ("a.A 1", "c.C 1", 8000), ("b.B 1", "c.C 1", 7000)]):
+        upload(battle(a, b, (s, 10000 - s), time_ms=now + n))
+    everyone = [r["name"] for r in client.get("/Rankings?game=roborumble&api=1").json]
+    assert everyone == ["a.A 1", "b.B 1", "c.C 1"]
+    assert [r["name"] for r in client.get("/Rankings?game=roborumble&api=1&limit=2").json] == everyone[:2]
+    assert [r["name"] for r in client.get("/Rankings?game=roborumble&api=1&limit=2&page=2").json] == everyone[2:]
+    assert client.get("/Rankings?game=roborumble&api=1&limit=2&page=3").json == []
+    html = client.get("/Rankings?game=roborumble&limit=2").get_data(as_text=True)
+    assert "Page 1 of 2" in html and "page=2" in html
+    for bad in ("limit=0", "limit=x", "page=-1"):
+        response = client.get(f"/Rankings?game=roborumble&{bad}")
+        assert response.status_code == 400 and "must be a whole number" in response.get_data(as_text=True)
