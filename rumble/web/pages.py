@@ -3,16 +3,19 @@ twin), and the score explanation; the bot pages (details, pairing, compare) are 
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 from flask import Blueprint, abort, current_app, jsonify, render_template, request
 
 from rumble.rankings import ties
 from rumble.ratings.online import PROVISIONAL_RD, provisional
 from rumble.store import batch as batch_store
 from rumble.store import rumbles as rumble_store
-from rumble.store import tables
+from rumble.store import format_time, stats, tables
 from rumble.web import bots, get_db
 
 bp = Blueprint("pages", __name__)
+STATS_DAYS = 30  # the "recent" window of /RumbleStats (LiteRumble shows 31 days)
 bots.register(bp)  # /BotDetails, /Pairing, /BotCompare
 
 COLUMN_TITLES = {
@@ -103,6 +106,28 @@ def _with_provisional(row: dict) -> dict:
     """Mark a bot whose Glicko-2 deviation is still high (rumble.ratings.online.provisional)."""
     row["provisional"] = row["glicko2_rd"] is None or provisional(row["glicko2_rd"])
     return row
+
+
+@bp.get("/RumbleStats")
+def rumble_stats():
+    """Uploads per uploader (all time and the last 30 days), uploads per day, bots lacking pairings."""
+    game = request.args.get("game")
+    if game is not None and game not in current_app.extensions["rumble.rumbles"]:
+        abort(404, description=f"There is no rumble called {game!r}.")
+    db = get_db()
+    rid = rumble_store.rumble_id(db, game) if game else None
+    since = format_time(datetime.now(timezone.utc) - timedelta(days=STATS_DAYS))
+    page = {
+        "game": game,
+        "days": STATS_DAYS,
+        "rumbles": [r for r in rumble_store.rumble_rows(db) if game is None or r["name"] == game],
+        "uploaders": stats.uploaders(db, rid, since),
+        "uploads_per_day": stats.uploads_per_day(db, rid, since),
+        "lacking_pairings": stats.lacking_pairings(db, rid) if rid is not None else [],
+    }
+    if request.args.get("api") == "1":
+        return jsonify(page)
+    return render_template("rumble_stats.html", **page)
 
 
 @bp.get("/ScoreExplanation")
