@@ -25,10 +25,6 @@ def _csv(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def _bool(value: str) -> bool:
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
 def default_db_path(environ: dict[str, str] | None = None) -> Path:
     """The database file used when neither --db nor RUMBLE_DB names one (XDG data directory)."""
     environ = os.environ if environ is None else environ

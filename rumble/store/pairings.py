@@ -3,7 +3,7 @@ summaries summed from them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from rumble.rankings.scores import Pairing, Summary, Totals
 from rumble.store import Store
@@ -55,15 +55,6 @@ def opponents_of(db: Store, rumble_id: int, bot: int) -> list[tuple[int, Pairing
     return [(row[0], Pairing(*row[1:])) for row in rows]
 
 
-def iter_pairings(db: Store, rumble_id: int) -> Iterator[tuple[int, int, Pairing]]:
-    """(bot, opponent, pairing) for every pairing of the rumble, in key order."""
-    for row in db.execute(
-        f"SELECT bot_id, opponent_id, {_PAIRING} FROM pairings WHERE rumble_id = ? ORDER BY bot_id, opponent_id",
-        (rumble_id,),
-    ):
-        yield row[0], row[1], Pairing(*row[2:])
-
-
 def totals_of(db: Store, rumble_id: int, bots) -> dict[int, tuple[Totals, str]]:
     """The exact totals and last battle time of each of ``bots`` that has a summary."""
     bots = list(bots)
@@ -92,10 +83,6 @@ def clear_rumble(db: Store, rumble_id: int) -> None:
     """Delete a rumble's derived rows (before a rebuild writes them again)."""
     db.execute("DELETE FROM pairings WHERE rumble_id = ?", (rumble_id,))
     db.execute("DELETE FROM bot_summaries WHERE rumble_id = ?", (rumble_id,))
-
-
-def active_ids(db: Store, rumble_id: int) -> set[int]:
-    return {row[0] for row in db.execute("SELECT bot_id FROM participants WHERE rumble_id = ? AND active = 1", (rumble_id,))}
 
 
 def all_participant_ids(db: Store, rumble_id: int) -> list[int]:

@@ -39,3 +39,8 @@ def rumble_rows(db: Store) -> list[dict]:
     ).fetchall()
     keys = ("id", "name", "rounds", "field", "melee", "teams", "division", "family", "participants", "battles", "last_battle")
     return [dict(zip(keys, row)) for row in rows]
+
+
+def rumbles_with_participants(db: Store) -> list[int]:
+    """The ids of the rumbles that have at least one participant."""
+    return [row[0] for row in db.execute("SELECT DISTINCT rumble_id FROM participants ORDER BY rumble_id")]
