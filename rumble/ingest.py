@@ -64,21 +64,19 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
         rows.append((bot, total, scores.summary(total), max(last, when)))
     pairings.put_totals(db, rumble_id, rows)
     share = scores.battle_percent(battle.first.score, battle.second.score) / 100.0
-    rating_rows.put_ratings(db, rumble_id, zip((a, b), rate(copy.field, a, b, new_a, new_b, share, when)))
+    rate(copy.field, a, b, new_a, new_b, share, when)
+    rating_rows.put_ratings(db, rumble_id, [(bot, copy.field.ratings(bot)) for bot in (a, b)])
     copy.seen = (battle_id, *copy.seen[1:])
     return Applied(True, battle_id, (rows[0][1].battles, rows[1][1].battles))
 
 
-def rate(field: online.Field, a: int, b: int, new_a: Pairing, new_b: Pairing, share_a: float, when: str) -> tuple:
+def rate(field: online.Field, a: int, b: int, new_a: Pairing, new_b: Pairing, share_a: float, when: str) -> None:
     """Record a battle's pairings in ``field`` and rate both bots; the field keeps the new ratings."""
     for bot in (a, b):
         field.set_active(bot, True)
     field.set_pairing(a, b, new_a.aps)
     field.set_pairing(b, a, new_b.aps)
-    rated = online.rate_battle(field, a, b, share_a, online.seconds(when))
-    for bot, value in zip((a, b), rated):
-        field.set_ratings(bot, value)
-    return rated
+    online.rate_battle(field, a, b, share_a, online.seconds(when))
 
 
 def with_receipt(battle: Battle, remote_addr: str | None) -> Battle:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba.extending import register_jitable
 
 START = 1600.0  # seed 004: "New competitors start at a rating of 1600"
 BASE, SCALE = 20.0, 800.0  # the old server's curve, not chess Elo's 10 and 400 (seed 004)
@@ -26,14 +27,22 @@ WEIGHT = 3.0  # seed 004: each pairing moves the rating by 3 points per unit of 
 _LN_BASE = math.log(BASE)  # 20^x computed as exp(x·ln 20): the same value, several times faster than pow
 
 
+@register_jitable
+def exponent(rating, opponent):
+    """ln(20)·(r_B − r_A)/800: E(A,B) = 1/(1 + exp(exponent)) (floats or arrays)."""
+    return _LN_BASE * ((opponent - rating) / SCALE)
+
+
+@register_jitable
 def expected_score(rating, opponent):
     """E(A,B) = 1/(1 + 20^((r_B - r_A)/800)) of seed 004: A's expected share of the pairing score (floats or arrays)."""
-    return 1.0 / (1.0 + np.exp(_LN_BASE * ((opponent - rating) / SCALE)))
+    return 1.0 / (1.0 + np.exp(exponent(rating, opponent)))
 
 
+@register_jitable
 def surprise(rating, opponent_ratings, scores):
-    """Per pairing, score_j − E(rating, r_j); ``rating`` a float or one per element (floats or arrays)."""
-    return np.asarray(scores, dtype=float) - expected_score(rating, np.asarray(opponent_ratings, dtype=float))
+    """Per pairing, score_j − E(rating, r_j) (floats, or numpy arrays over the pairings)."""
+    return scores - expected_score(rating, opponent_ratings)
 
 
 def delta(rating: float, opponent_ratings, scores) -> float:
@@ -43,4 +52,4 @@ def delta(rating: float, opponent_ratings, scores) -> float:
     fractions 0..1. numpy's sum depends on the order of the elements, so a caller that must
     reproduce a value bit for bit passes the pairings in a fixed order.
     """
-    return float(WEIGHT * np.sum(surprise(rating, opponent_ratings, scores)))
+    return float(WEIGHT * np.sum(surprise(rating, np.asarray(opponent_ratings, dtype=float), np.asarray(scores, dtype=float))))

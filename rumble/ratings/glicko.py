@@ -24,8 +24,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba.extending import register_jitable
 
-from rumble.ratings.glicko_common import E, Q, g
+from rumble.ratings.glicko_common import E, Q, g, terms
 
 R_UNRATED = 1500.0  # Glickman's step 1 and RRServer: an unrated player's rating
 RD_UNRATED = 350.0  # Glickman's step 1 and seed 001: an unrated player's RD, also the decay's cap
@@ -38,34 +39,39 @@ PERIODS_TO_UNRATED = 365  # a year without battles makes a settled bot as uncert
 C = math.sqrt((RD_UNRATED**2 - RD_TYPICAL**2) / PERIODS_TO_UNRATED)  # = 18.13; seed 001's recipe
 
 
-def decay(rd, elapsed_periods, c: float = C):
-    """RD after ``elapsed_periods`` rating periods without games: min(sqrt(RD² + c²·t), 350) (step 1).
-
-    Floats or equal-length arrays (the opponents of an all-pairings update, each since its own last update).
-    """
-    t = np.asarray(elapsed_periods, dtype=float)
-    if np.any(t < 0):
-        raise ValueError(f"elapsed time is negative: {elapsed_periods} periods")
-    grown = np.minimum(np.sqrt(np.square(rd) + c**2 * t), RD_UNRATED)
-    return float(grown) if grown.ndim == 0 else grown
+@register_jitable
+def decay(rd: float, elapsed_periods: float, c: float = C) -> float:
+    """RD after ``elapsed_periods`` rating periods without games: min(sqrt(RD² + c²·t), 350) (step 1)."""
+    if elapsed_periods < 0:
+        raise ValueError("elapsed time is negative")
+    return min(math.sqrt(rd**2 + c**2 * elapsed_periods), RD_UNRATED)
 
 
+@register_jitable
 def periods(elapsed_seconds: float, period_seconds: float = PERIOD_SECONDS) -> float:
     """The number t of virtual rating periods (a real number) in ``elapsed_seconds``."""
     return elapsed_seconds / period_seconds
 
 
-def game_terms(rating, opp_r, opp_rd, scores) -> tuple[np.ndarray, np.ndarray]:
-    """Per opponent j, the two sums' terms of step 2: (g_j²·E_j·(1 − E_j), g_j·(s_j − E_j)).
-
-    ``rating`` is the bot's (a float, or one per element when several bots are done at once).
-    """
-    r_j, rd_j = np.asarray(opp_r, dtype=float), np.asarray(opp_rd, dtype=float)
-    g_j = g(Q * rd_j)
-    e_j = 1.0 / (1.0 + np.exp(-g_j * (Q * np.asarray(rating) - Q * r_j)))  # E(Q·r, Q·r_j, Q·RD_j)
-    return g_j**2 * e_j * (1.0 - e_j), g_j * (np.asarray(scores, dtype=float) - e_j)
+@register_jitable
+def exponent(rating, opp_r, g_j):
+    """−g_j·q·(r − r_j): E(r, r_j, RD_j) = 1/(1 + exp(exponent)), g_j = g(q·RD_j) (floats or arrays)."""
+    return -g_j * (Q * rating - Q * opp_r)
 
 
+@register_jitable
+def opponent_g(opp_rd):
+    """g(q·RD_j), how much an opponent's deviation damps the expected score."""
+    return g(Q * opp_rd)
+
+
+def game_terms(rating, opp_r, opp_rd, scores):
+    """Per opponent j, the two sums' terms of step 2: (g_j²·E_j·(1 − E_j), g_j·(s_j − E_j)) (numpy arrays)."""
+    g_j = opponent_g(opp_rd)
+    return terms(g_j, 1.0 / (1.0 + np.exp(exponent(rating, opp_r, g_j))), scores)
+
+
+@register_jitable
 def combine(rating: float, rd: float, variance_sum: float, improvement_sum: float) -> tuple[float, float]:
     """(r', RD') of step 2 from the sums of ``game_terms`` over the period's games."""
     precision = 1.0 / rd**2 + Q**2 * variance_sum  # 1/RD² + 1/d²
@@ -80,7 +86,8 @@ def update(rating: float, rd: float, opp_r, opp_rd, scores) -> tuple[float, floa
     sums depend on the order of the elements: pass the pairings in a fixed order to reproduce a
     value bit for bit.
     """
-    variance, improvement = game_terms(rating, opp_r, opp_rd, scores)
+    variance, improvement = game_terms(rating, np.asarray(opp_r, dtype=float), np.asarray(opp_rd, dtype=float),
+                                       np.asarray(scores, dtype=float))  # fmt: skip
     return combine(rating, rd, float(np.sum(variance)), float(np.sum(improvement)))
 
 

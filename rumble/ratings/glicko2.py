@@ -25,8 +25,9 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from numba.extending import register_jitable
 
-from rumble.ratings.glicko_common import SCALE, g, to_mu, to_phi, to_r, to_rd
+from rumble.ratings.glicko_common import SCALE, g, terms, to_mu, to_phi, to_r, to_rd
 
 TAU = 0.5  # seed 000 and RRServer: the paper's example value (its advice: between 0.3 and 1.2)
 EPSILON = 1e-6  # step 5: the paper's convergence tolerance on x = ln(sigma²)
@@ -66,17 +67,20 @@ class Rating(NamedTuple):
 UNRATED = Rating()
 
 
+@register_jitable
 def clamp(x: float, low: float, high: float) -> float:
     """x limited to [low, high] (seed 000's Math::Clamp)."""
     return min(max(x, low), high)
 
 
+@register_jitable
 def f(x: float, delta: float, phi: float, v: float, a: float, tau: float) -> float:
     """Step 5.1: f(x) = e^x(Delta² - phi² - v - e^x) / (2(phi² + v + e^x)²) - (x - a)/tau²."""
     ex = math.exp(x)
     return ex * (delta**2 - phi**2 - v - ex) / (2.0 * (phi**2 + v + ex) ** 2) - (x - a) / tau**2
 
 
+@register_jitable
 def bracket(delta: float, phi: float, v: float, a: float, tau: float) -> float:
     """Step 5.2: the starting value B, on the other side of the root of f from A = a."""
     if delta**2 > phi**2 + v:
@@ -87,6 +91,7 @@ def bracket(delta: float, phi: float, v: float, a: float, tau: float) -> float:
     raise VolatilityNotConverged("no B with f(B) >= 0 found for step 5.2")
 
 
+@register_jitable
 def volatility(sigma: float, delta: float, phi: float, v: float, tau: float = TAU) -> float:
     """Step 5: the new volatility sigma', from the root of f by the Illinois algorithm."""
     a = math.log(sigma**2)
@@ -102,56 +107,70 @@ def volatility(sigma: float, delta: float, phi: float, v: float, tau: float = TA
         else:
             f_A = f_A / 2.0
         B, f_B = C, f_C
-    raise VolatilityNotConverged(f"|B - A| = {abs(B - A)} after {MAX_ITERATIONS} iterations")
+    raise VolatilityNotConverged("|B - A| still above EPSILON after MAX_ITERATIONS iterations")
 
 
-def grow(rd, sigma, t):
+@register_jitable
+def grow(rd: float, sigma: float, t: float) -> float:
     """RD after t rating periods (t may be partial) without games: phi' = sqrt(phi² + t·sigma²), capped.
 
     Computed on the RD scale, RD' = sqrt(RD² + t·(173.7178·sigma)²), so that t = 0 returns RD exactly.
-    Floats or equal-length arrays.
     """
-    grown = np.clip(np.sqrt(np.square(rd) + t * np.square(SCALE * np.asarray(sigma))), RD_MIN, RD_MAX)
-    return float(grown) if grown.ndim == 0 else grown
+    return clamp(math.sqrt(rd**2 + t * (SCALE * sigma) ** 2), RD_MIN, RD_MAX)
 
 
-def whole_days(elapsed_seconds):
+@register_jitable
+def whole_days(elapsed_seconds: float) -> int:
     """Elapsed time in whole days, the unit seed 000 counts inactivity in (a partial day is dropped)."""
-    days = np.floor_divide(elapsed_seconds, DAY_SECONDS)
-    return int(days) if np.ndim(days) == 0 else days
+    return int(math.floor(elapsed_seconds / DAY_SECONDS))
 
 
-def inactivity(rd, sigma, days):
+@register_jitable
+def inactivity(rd: float, sigma: float, days: int) -> float:
     """RD after ``days`` whole days without battles: t = days/14 periods in one step (seed 000).
 
     The rating and volatility do not change. A long absence ends at RD_MAX, never above.
     """
-    if np.any(np.asarray(days) < 0):
-        raise ValueError(f"elapsed time is negative: {days} days")
-    return grow(rd, sigma, np.asarray(days) / PERIOD_DAYS)
+    if days < 0:
+        raise ValueError("elapsed time is negative")
+    return grow(rd, sigma, days / PERIOD_DAYS)
 
 
-def game_terms(r, opp_r, opp_rd, scores) -> tuple[np.ndarray, np.ndarray]:
-    """Per opponent j, the terms of steps 3 and 4: (g(phi_j)²·E_j·(1 − E_j), g(phi_j)·(s_j − E_j)).
-
-    ``r`` is the bot's rating (a float, or one per element when several bots are done at once).
-    """
-    mu = to_mu(np.asarray(r, dtype=float))  # step 2
-    mu_j, phi_j = to_mu(np.asarray(opp_r, dtype=float)), to_phi(np.asarray(opp_rd, dtype=float))
-    g_j = g(phi_j)
-    e_j = 1.0 / (1.0 + np.exp(-g_j * (mu - mu_j)))  # E(mu, mu_j, phi_j)
-    return g_j**2 * e_j * (1.0 - e_j), g_j * (np.asarray(scores, dtype=float) - e_j)
+@register_jitable
+def exponent(r, opp_r, g_j):
+    """−g(phi_j)·(mu − mu_j) (step 2's scale): E(mu, mu_j, phi_j) = 1/(1 + exp(exponent)) (floats or arrays)."""
+    return -g_j * (to_mu(r) - to_mu(opp_r))
 
 
-def combine(r: float, rd: float, sigma: float, variance_sum: float, improvement_sum: float, tau: float = TAU) -> Rating:
-    """Steps 3-8 and the bounds, from the sums of ``game_terms`` over the period's games."""
+@register_jitable
+def opponent_g(opp_rd):
+    """g(phi_j), how much an opponent's deviation damps the expected score (step 3)."""
+    return g(to_phi(opp_rd))
+
+
+def game_terms(r, opp_r, opp_rd, scores):
+    """Per opponent j, the terms of steps 3 and 4 (numpy arrays)."""
+    g_j = opponent_g(opp_rd)
+    return terms(g_j, 1.0 / (1.0 + np.exp(exponent(r, opp_r, g_j))), scores)
+
+
+@register_jitable
+def combine_values(r: float, rd: float, sigma: float, variance_sum: float, improvement_sum: float, tau: float = TAU) -> tuple[float, float, float]:
+    """Steps 3-8 and seed 000's bounds, from the sums of ``game_terms`` over the period's games: (r', RD', sigma')."""
     mu, phi = to_mu(r), to_phi(rd)
     v = 1.0 / variance_sum  # step 3
     sigma_new = volatility(sigma, v * improvement_sum, phi, v, tau)  # steps 4 and 5
     phi_star = math.sqrt(phi**2 + sigma_new**2)  # step 6
     phi_new = 1.0 / math.sqrt(1.0 / phi_star**2 + 1.0 / v)  # step 7
     mu_new = mu + phi_new**2 * improvement_sum
-    return Rating(to_r(mu_new), to_rd(phi_new), sigma_new).cap()  # step 8, then seed 000's bounds
+    # step 8, then seed 000's bounds
+    return (clamp(to_r(mu_new), R_MIN, R_MAX), clamp(to_rd(phi_new), RD_MIN, RD_MAX),
+            clamp(sigma_new, SIGMA_MIN, SIGMA_MAX))  # fmt: skip
+
+
+def combine(r: float, rd: float, sigma: float, variance_sum: float, improvement_sum: float, tau: float = TAU) -> Rating:
+    """``combine_values`` as a ``Rating``."""
+    return Rating(*combine_values(r, rd, sigma, variance_sum, improvement_sum, tau))
 
 
 def update(r: float, rd: float, sigma: float, opp_r, opp_rd, scores, tau: float = TAU) -> Rating:
@@ -164,5 +183,6 @@ def update(r: float, rd: float, sigma: float, opp_r, opp_rd, scores, tau: float 
     """
     if np.asarray(scores).size == 0:  # step 6 for a player who did not compete: one period of growth
         return Rating(r, grow(rd, sigma, 1.0), sigma).cap()
-    variance, improvement = game_terms(r, opp_r, opp_rd, scores)
+    variance, improvement = game_terms(r, np.asarray(opp_r, dtype=float), np.asarray(opp_rd, dtype=float),
+                                       np.asarray(scores, dtype=float))  # fmt: skip
     return combine(r, rd, sigma, float(np.sum(variance)), float(np.sum(improvement)), tau)

@@ -25,7 +25,7 @@ from datetime import datetime
 
 import numpy as np
 
-from rumble.ratings import elo, glicko, glicko2, rank_points, xonstat
+from rumble.ratings import all_pairings, elo, glicko, glicko2, rank_points, xonstat
 
 PROVISIONAL_RD = 100.0  # a rating whose deviation is above this is shown as provisional (see explain)
 _FIELDS = ("elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volatility", "rank_points", "xonstat", "rated_at")
@@ -62,8 +62,6 @@ def seconds(received_at: str) -> float:
     return (datetime.fromisoformat(received_at) - _EPOCH).total_seconds()
 
 
-# Rows of Field.table, in _FIELDS order.
-ELO, GLICKO, GLICKO_RD, GLICKO2, GLICKO2_RD, GLICKO2_VOLATILITY, RANK_POINTS, XONSTAT, RATED_AT = range(len(_FIELDS))
 
 
 class Field:
@@ -80,6 +78,7 @@ class Field:
         self.aps = np.full((capacity, capacity), np.nan)
         self.table = self._new_table(capacity)
         self.xonstat_battles = np.zeros(capacity, dtype=np.int64)
+        self.work = np.empty((all_pairings.WORK_ROWS, 2 * capacity))  # the compiled step's scratch space
 
     @staticmethod
     def _new_table(capacity: int) -> np.ndarray:
@@ -108,6 +107,7 @@ class Field:
         old_table, self.table = self.table, self._new_table(capacity)
         self.table[:, :n] = old_table[:, :n]
         self.xonstat_battles = np.concatenate([self.xonstat_battles[:n], np.zeros(capacity - n, dtype=np.int64)])
+        self.work = np.empty((all_pairings.WORK_ROWS, 2 * capacity))
 
     def _insert(self, bot: int) -> None:
         """Add ``bot`` in its id-order place, moving every later bot one position on."""
@@ -147,63 +147,14 @@ class Field:
         self.xonstat_battles[i] = ratings.xonstat_battles
 
 
-def _all_pairings(field: Field, a: int, b: int, now: float) -> list[tuple[float, tuple[float, float], glicko2.Rating]]:
-    """For A then B: the new Elo, Glicko (r, RD) and Glicko-2 value from all its live pairings.
-
-    Both bots are done in one pass: their live pairings are laid end to end (A's, then B's, each in
-    position order), every per-pairing term is computed once over that, and ``np.add.reduceat``
-    sums each bot's stretch.
-    """
-    n = len(field.ids)
-    own = [field.position[a], field.position[b]]
-    rows = field.aps[own, :n]
-    live = [np.flatnonzero(~np.isnan(row) & field.active[:n]) for row in rows]
-    opponents = np.concatenate(live)
-    counts = [len(live[0]), len(live[1])]
-    starts = [0, counts[0]]
-    scores = np.concatenate((rows[0, live[0]], rows[1, live[1]]))
-    t = field.table[:, np.concatenate((opponents, own))]  # the opponents' values, then A's and B's
-    mine = np.repeat(t[:, -2:], counts, axis=1)  # each pairing's own bot's values
-    # Time since each one's last update: 0 if never rated, and never negative (a clock stepped back).
-    elapsed = np.fmax(now - t[RATED_AT], 0.0)
-    rd1 = glicko.decay(t[GLICKO_RD], glicko.periods(elapsed))
-    rd2 = glicko2.inactivity(t[GLICKO2_RD], t[GLICKO2_VOLATILITY], glicko2.whole_days(elapsed))
-    m = len(opponents)
-
-    def sums(terms) -> list[np.ndarray]:
-        return [np.add.reduceat(term, starts) for term in terms]
-
-    elo_sums = np.add.reduceat(elo.surprise(mine[ELO], t[ELO, :m], scores), starts)
-    g1 = sums(glicko.game_terms(mine[GLICKO], t[GLICKO, :m], rd1[:m], scores))
-    g2 = sums(glicko2.game_terms(mine[GLICKO2], t[GLICKO2, :m], rd2[:m], scores))
-    result = []
-    for k in range(2):
-        own_values = t[:, m + k]
-        result.append((
-            float(own_values[ELO] + elo.WEIGHT * elo_sums[k]),
-            glicko.combine(float(own_values[GLICKO]), float(rd1[m + k]), float(g1[0][k]), float(g1[1][k])),
-            glicko2.combine(float(own_values[GLICKO2]), float(rd2[m + k]), float(own_values[GLICKO2_VOLATILITY]),
-                            float(g2[0][k]), float(g2[1][k])),
-        ))  # fmt: skip
-    return result
-
-
-def rate_battle(field: Field, a: int, b: int, share_a: float, now: float, upset_bonus: float = rank_points.UPSET_BONUS) -> tuple[BotRatings, BotRatings]:
-    """Both bots' ratings after a battle A vs B (their pairings already updated in ``field``).
+def rate_battle(field: Field, a: int, b: int, share_a: float, now: float, upset_bonus: float = rank_points.UPSET_BONUS) -> None:
+    """Rate a battle A vs B (their pairings already updated in ``field``): both bots' new ratings go into ``field``.
 
     ``share_a``: A's share of the battle's total score (0.5 when neither scored); ``now``: the
-    battle's receive time in seconds.
+    battle's receive time in seconds. The step itself is compiled (``all_pairings``).
     """
-    before = {bot: field.ratings(bot) for bot in (a, b)}
-    updated = dict(zip((a, b), _all_pairings(field, a, b, now)))
-    xo_a, xo_b = xonstat.update(before[a].xonstat, before[b].xonstat, before[a].xonstat_battles,
-                                before[b].xonstat_battles, share_a)  # fmt: skip
-    result = []
-    for bot, other, share, xo in ((a, b, share_a, xo_a), (b, a, 1.0 - share_a, xo_b)):
-        new_elo, (g_r, g_rd), g2 = updated[bot]
-        rp = rank_points.update(before[bot].rank_points, g2.r, g2.rd, share, before[bot].glicko2, before[other].glicko2, upset_bonus)
-        result.append(BotRatings(new_elo, g_r, g_rd, g2.r, g2.rd, g2.sigma, rp, xo, now, before[bot].xonstat_battles + 1))
-    return result[0], result[1]
+    all_pairings.rate_pair(field.aps, field.active, field.table, field.xonstat_battles, len(field.ids), field.position[a],
+                           field.position[b], share_a, now, field.work, glicko2.TAU, upset_bonus)  # fmt: skip
 
 
 def provisional(rd: float) -> bool:

@@ -27,6 +27,8 @@ Rank Points use the bot's Glicko-2 value *after* the battle's update as their ta
 
 from __future__ import annotations
 
+from numba.extending import register_jitable
+
 from rumble.ratings.glicko2 import R_MAX, R_MIN, Z_997
 
 START = 0.0  # seed 000: "Players start at 0 Rank Points"
@@ -37,27 +39,32 @@ MAX_STEP = 500.0  # seed 000: tames a new player's early swings ("a pretty numbe
 UPSET_BONUS = 250.0  # seed 000: the extra points for beating an opponent at the largest possible gap
 
 
+@register_jitable
 def to_rank_points(rating: float) -> float:
     """A Glicko-2 rating mapped linearly from [R_MIN, R_MAX] onto [0, 10000], clamped (rule 2)."""
     points = (rating - R_MIN) / (R_MAX - R_MIN) * RP_MAX
     return min(max(points, 0.0), RP_MAX)
 
 
+@register_jitable
 def target(r: float, rd: float) -> float:
     """The Rank Points the bot is moving towards: its 99.7 % lower bound r - 3·RD (rules 1-2)."""
     return to_rank_points(r - Z_997 * rd)
 
 
+@register_jitable
 def ceiling(r: float, rd: float) -> float:
     """The most a win can lift RP to: the 99.7 % upper bound r + 3·RD, at most 10000 (rule 6)."""
     return to_rank_points(r + Z_997 * rd)
 
 
+@register_jitable
 def upset_bonus(r_own: float, r_opp: float, full_bonus: float = UPSET_BONUS) -> float:
     """The winner's extra points for beating a higher-rated opponent (rule 7)."""
     return full_bonus * max(r_opp - r_own, 0.0) / (R_MAX - R_MIN)
 
 
+@register_jitable
 def update(
     rp: float, r: float, rd: float, share: float, r_before: float, opp_r_before: float, full_bonus: float = UPSET_BONUS
 ) -> float:

@@ -22,21 +22,25 @@ start at 1500, the centre of the base-10/400 scale that Glicko shares.
 
 from __future__ import annotations
 
+from numba.extending import register_jitable
+
 BASE, SCALE = 10.0, 400.0  # seed 002: chess Elo's curve
 START = 1500.0  # not in the seed: the centre of the 10/400 scale, as in Glicko
 K_START, K_END = 200.0, 40.0  # seed 002: "a K value of 200 ... decreases linearly down to 40"
 K_BATTLES = 32  # seed 002: "over the course of 32 games"
 
 
+@register_jitable
 def expected_score(r_a: float, r_b: float) -> float:
     """E_A: A's expected score against B, 1/(1 + 10^((r_B - r_A)/400))."""
     return 1.0 / (1.0 + BASE ** ((r_b - r_a) / SCALE))
 
 
+@register_jitable
 def k_factor(battles_before: int) -> float:
     """K for a bot that has played ``battles_before`` battles in the rumble: 200 down to 40 by the 33rd."""
     if battles_before < 0:
-        raise ValueError(f"battle count is negative: {battles_before}")
+        raise ValueError("battle count is negative")
     done = min(battles_before, K_BATTLES)
     return K_START - (K_START - K_END) * done / K_BATTLES
 
@@ -47,6 +51,7 @@ def score_share(score: int, other: int) -> float:
     return 0.5 if total == 0 else score / total
 
 
+@register_jitable
 def update(
     r_a: float, r_b: float, n_a: int, n_b: int, share_a: float, fraction: float = 1.0
 ) -> tuple[float, float]:
@@ -56,7 +61,7 @@ def update(
     share; ``fraction``: rounds played over the rumble's rounds (0..1).
     """
     if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"fraction of the battle played must be within 0..1, not {fraction}")
+        raise ValueError("fraction of the battle played must be within 0..1")
     new_a = r_a + k_factor(n_a) * fraction * (share_a - expected_score(r_a, r_b))
     new_b = r_b + k_factor(n_b) * fraction * ((1.0 - share_a) - expected_score(r_b, r_a))
     return new_a, new_b

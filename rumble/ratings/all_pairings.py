@@ -1,0 +1,153 @@
+"""One battle's rating step, compiled: both bots rated over all their live pairings, in place.
+
+RoboRumble Elo, Glicko-1 and Glicko-2 each sum one term per live pairing of a bot (seed 004's
+all-pairings method), so one battle means two passes over a 1,200-bot field: some 2,400 games,
+each with three exponentials. Written with numpy that was about sixty array operations per
+battle, whose call overhead dominated both the upload and the rebuild. Here the step is three
+calls:
+
+1. ``gather`` (compiled with numba): one loop over the field that visits each live opponent once,
+   grows its deviations for the time since its own last update, and lays out, for A's pairings
+   then B's, each game's score, opponent g-factors and the three exponents;
+2. ``numpy.exp`` over all the exponents at once (numpy's vectorised exp);
+3. ``finish`` (compiled): each game's terms summed per bot in position order, then Glicko's and
+   Glicko-2's combine steps, Rank Points and XonStat Elo, written into the field's table.
+
+Every formula is the pure modules' own (``elo.exponent``, ``glicko.decay``/``opponent_g``/
+``exponent``/``combine``, ``glicko2.inactivity``/``opponent_g``/``exponent``/``combine_values``,
+``glicko_common.terms``, ``rank_points.update``, ``xonstat.update``), written once for floats
+and arrays and marked ``register_jitable`` so that numba compiles them here. The sums run in
+position (bot-id) order, the same online and in a rebuild, so the two agree bit for bit; against
+the pure modules' numpy versions, which sum pairwise, the results agree to rounding
+(tests/ratings/test_all_pairings.py).
+
+Compiled code is cached next to this file (numba's ``cache=True``): a worker or a rebuild
+compiles once per installation, not once per process.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from rumble.ratings import elo, glicko, glicko2, rank_points, xonstat
+from rumble.ratings.glicko_common import terms
+
+# Rows of a field's value table (rumble.ratings.online.Field.table).
+ELO, GLICKO, GLICKO_RD, GLICKO2, GLICKO2_RD, GLICKO2_VOLATILITY, RANK_POINTS, XONSTAT, RATED_AT = range(9)
+# Rows of the work array: per game, the score, the two g-factors, then the three exponents
+# (exponentials after step 2).
+SCORE, G1, G2, X_ELO, X_GLICKO, X_GLICKO2 = range(6)
+WORK_ROWS = 6
+
+
+@njit(cache=True, fastmath={"arcp", "contract"})
+def _elapsed(now: float, rated_at: float) -> float:
+    """Seconds since a bot's last update: 0 if never rated (NaN), never negative (a clock stepped back)."""
+    elapsed = now - rated_at
+    return elapsed if elapsed > 0.0 else 0.0
+
+
+@njit(cache=True, fastmath={"arcp", "contract"})
+def _deviations(table: np.ndarray, i: int, now: float) -> tuple[float, float]:
+    """Bot i's Glicko RD and Glicko-2 RD, grown for the time since its last update."""
+    elapsed = _elapsed(now, table[RATED_AT, i])
+    rd1 = glicko.decay(table[GLICKO_RD, i], glicko.periods(elapsed))
+    rd2 = glicko2.inactivity(table[GLICKO2_RD, i], table[GLICKO2_VOLATILITY, i], glicko2.whole_days(elapsed))
+    return rd1, rd2
+
+
+@njit(cache=True, fastmath={"arcp", "contract"})
+def gather(aps: np.ndarray, active: np.ndarray, table: np.ndarray, n: int, a: int, b: int, now: float,
+           work: np.ndarray) -> tuple[int, int]:  # fmt: skip
+    """Lay out the games of A's live pairings, then B's, in ``work``; return (A's count, total).
+
+    ``aps[i, j]``: bot i's pairing APS against j as a fraction (NaN: never met); ``active``: who
+    counts; ``table``: every bot's values before the battle; ``n``: bots in use; ``now``: the
+    battle's time in seconds; ``work``: at least 6 × 2n. Both bots are rated over their pairings
+    after the battle (already in ``aps``), each opponent's deviations grown for the time since
+    its own last update, from the values as they stood before the battle.
+    """
+    count_a = 0
+    for j in range(n):
+        if active[j] and aps[a, j] == aps[a, j]:  # False for NaN: never met
+            count_a += 1
+    m_a, m_b = 0, count_a
+    for j in range(n):
+        if not active[j]:
+            continue
+        live_a, live_b = aps[a, j] == aps[a, j], aps[b, j] == aps[b, j]
+        if not (live_a or live_b):
+            continue
+        rd1, rd2 = _deviations(table, j, now)
+        g1, g2 = glicko.opponent_g(rd1), glicko2.opponent_g(rd2)
+        for k in range(2):
+            if k == 0:
+                if not live_a:
+                    continue
+                i, at = a, m_a
+                m_a += 1
+            else:
+                if not live_b:
+                    continue
+                i, at = b, m_b
+                m_b += 1
+            work[SCORE, at] = aps[i, j]
+            work[G1, at] = g1
+            work[G2, at] = g2
+            work[X_ELO, at] = elo.exponent(table[ELO, i], table[ELO, j])
+            work[X_GLICKO, at] = glicko.exponent(table[GLICKO, i], table[GLICKO, j], g1)
+            work[X_GLICKO2, at] = glicko2.exponent(table[GLICKO2, i], table[GLICKO2, j], g2)
+    return count_a, m_b
+
+
+@njit(cache=True, fastmath={"arcp", "contract", "reassoc"})
+def finish(table: np.ndarray, xonstat_battles: np.ndarray, a: int, b: int, now: float, work: np.ndarray,
+           count_a: int, total: int, share_a: float, tau: float, upset_bonus: float) -> None:  # fmt: skip
+    """Sum each bot's games (``work`` after the exponentials), update every rating and write both bots' new values."""
+    new = np.empty((2, 9))
+    for k in range(2):
+        i = a if k == 0 else b
+        start, stop = (0, count_a) if k == 0 else (count_a, total)
+        elo_sum = g1_variance = g1_improvement = g2_variance = g2_improvement = 0.0
+        for at in range(start, stop):
+            score = work[SCORE, at]
+            elo_sum += score - 1.0 / (1.0 + work[X_ELO, at])
+            variance, improvement = terms(work[G1, at], 1.0 / (1.0 + work[X_GLICKO, at]), score)
+            g1_variance += variance
+            g1_improvement += improvement
+            variance, improvement = terms(work[G2, at], 1.0 / (1.0 + work[X_GLICKO2, at]), score)
+            g2_variance += variance
+            g2_improvement += improvement
+        rd1, rd2 = _deviations(table, i, now)
+        new[k, ELO] = table[ELO, i] + elo.WEIGHT * elo_sum
+        new[k, GLICKO], new[k, GLICKO_RD] = glicko.combine(table[GLICKO, i], rd1, g1_variance, g1_improvement)
+        new[k, GLICKO2], new[k, GLICKO2_RD], new[k, GLICKO2_VOLATILITY] = glicko2.combine_values(
+            table[GLICKO2, i], rd2, table[GLICKO2_VOLATILITY, i], g2_variance, g2_improvement, tau
+        )
+    new[0, XONSTAT], new[1, XONSTAT] = xonstat.update(
+        table[XONSTAT, a], table[XONSTAT, b], xonstat_battles[a], xonstat_battles[b], share_a, 1.0
+    )
+    for k in range(2):
+        i, other, share = (a, b, share_a) if k == 0 else (b, a, 1.0 - share_a)
+        new[k, RANK_POINTS] = rank_points.update(table[RANK_POINTS, i], new[k, GLICKO2], new[k, GLICKO2_RD], share,
+                                                 table[GLICKO2, i], table[GLICKO2, other], upset_bonus)  # fmt: skip
+        new[k, RATED_AT] = now
+    for k in range(2):
+        i = a if k == 0 else b
+        table[:, i] = new[k]
+        xonstat_battles[i] += 1
+
+
+def rate_pair(aps: np.ndarray, active: np.ndarray, table: np.ndarray, xonstat_battles: np.ndarray, n: int, a: int, b: int,
+              share_a: float, now: float, work: np.ndarray, tau: float = glicko2.TAU,
+              upset_bonus: float = rank_points.UPSET_BONUS) -> None:  # fmt: skip
+    """Rate the battle of the bots at positions ``a`` and ``b`` (A's score share ``share_a``), in place.
+
+    ``table`` and ``xonstat_battles`` gain both bots' new values; ``work`` is scratch space of at
+    least 6 × 2n (see ``gather``).
+    """
+    count_a, total = gather(aps, active, table, n, a, b, now, work)
+    exponents = work[X_ELO : X_GLICKO2 + 1, :total]
+    np.exp(exponents, out=exponents)
+    finish(table, xonstat_battles, a, b, now, work, count_a, total, share_a, tau, upset_bonus)
