@@ -6,9 +6,10 @@ each with three exponentials. Written with numpy that was about sixty array oper
 battle, whose call overhead dominated both the upload and the rebuild. Here the step is three
 calls:
 
-1. ``gather`` (compiled with numba): one loop over the field that visits each live opponent once,
-   grows its deviations for the time since its own last update, and lays out, for A's pairings
-   then B's, each game's score, opponent g-factors and the three exponents;
+1. ``gather`` (compiled with numba): one vectorised pass over the field for every bot's
+   g-factors as an opponent (its deviations grown for the time since its own last update), then
+   one pass over A's pairings and one over B's that lay out each live game's score, g-factors
+   and three exponents;
 2. ``numpy.exp`` over all the exponents at once (numpy's vectorised exp);
 3. ``finish`` (compiled): each game's terms summed per bot in position order, then Glicko's and
    Glicko-2's combine steps, Rank Points and XonStat Elo, written into the field's table.
@@ -16,10 +17,17 @@ calls:
 Every formula is the pure modules' own (``elo.exponent``, ``glicko.decay``/``opponent_g``/
 ``exponent``/``combine``, ``glicko2.inactivity``/``opponent_g``/``exponent``/``combine_values``,
 ``glicko_common.terms``, ``rank_points.update``, ``xonstat.update``), written once for floats
-and arrays and marked ``register_jitable`` so that numba compiles them here. The sums run in
-position (bot-id) order, the same online and in a rebuild, so the two agree bit for bit; against
-the pure modules' numpy versions, which sum pairwise, the results agree to rounding
-(tests/ratings/test_all_pairings.py).
+and arrays and marked ``register_jitable`` so that numba compiles them here (``decayed`` and
+``inactive`` are ``decay`` and ``inactivity`` without their check for a negative time, which
+this step never passes). Compiled with numpy's error model (no ZeroDivisionError checks, which
+would stop the loops from vectorising: every battle's two bots have at least each other as a
+live pairing) and with two of LLVM's fast-math licences, reciprocals for divisions by constants
+and fused multiply-adds, plus reassociation in ``finish``'s sums; none of them touches NaN or
+infinity handling.
+
+The games are laid out in position (bot-id) order and summed by the same compiled code online and
+in a rebuild, so the two agree bit for bit; against the pure modules' numpy versions, which sum
+in another order, the results agree to rounding (tests/ratings/test_all_pairings.py).
 
 Compiled code is cached next to this file (numba's ``cache=True``): a worker or a rebuild
 compiles once per installation, not once per process.
@@ -38,70 +46,73 @@ ELO, GLICKO, GLICKO_RD, GLICKO2, GLICKO2_RD, GLICKO2_VOLATILITY, RANK_POINTS, XO
 # Rows of the work array: per game, the score, the two g-factors, then the three exponents
 # (exponentials after step 2).
 SCORE, G1, G2, X_ELO, X_GLICKO, X_GLICKO2 = range(6)
-WORK_ROWS = 6
+# and, in the first n columns of two more rows, every bot's g-factors as an opponent now.
+OPPONENT_G1, OPPONENT_G2 = 6, 7
+WORK_ROWS = 8
 
 
-@njit(cache=True, fastmath={"arcp", "contract"})
+@njit(cache=True, error_model="numpy", fastmath={"arcp", "contract"})
 def _elapsed(now: float, rated_at: float) -> float:
     """Seconds since a bot's last update: 0 if never rated (NaN), never negative (a clock stepped back)."""
     elapsed = now - rated_at
     return elapsed if elapsed > 0.0 else 0.0
 
 
-@njit(cache=True, fastmath={"arcp", "contract"})
+@njit(cache=True, error_model="numpy", fastmath={"arcp", "contract"})
 def _deviations(table: np.ndarray, i: int, now: float) -> tuple[float, float]:
     """Bot i's Glicko RD and Glicko-2 RD, grown for the time since its last update."""
     elapsed = _elapsed(now, table[RATED_AT, i])
-    rd1 = glicko.decay(table[GLICKO_RD, i], glicko.periods(elapsed))
-    rd2 = glicko2.inactivity(table[GLICKO2_RD, i], table[GLICKO2_VOLATILITY, i], glicko2.whole_days(elapsed))
+    rd1 = glicko.decayed(table[GLICKO_RD, i], glicko.periods(elapsed))
+    rd2 = glicko2.inactive(table[GLICKO2_RD, i], table[GLICKO2_VOLATILITY, i], glicko2.whole_days(elapsed))
     return rd1, rd2
 
 
-@njit(cache=True, fastmath={"arcp", "contract"})
+@njit(cache=True, error_model="numpy", fastmath={"arcp", "contract"})
+def _opponent_factors(table: np.ndarray, n: int, now: float, work: np.ndarray) -> None:
+    """Every bot's g-factors as an opponent now (its deviations grown since its last update).
+
+    One branch-free pass over the field, which the compiler vectorises; cheaper than picking out
+    the live opponents first.
+    """
+    for j in range(n):
+        rd1, rd2 = _deviations(table, j, now)
+        work[OPPONENT_G1, j] = glicko.opponent_g(rd1)
+        work[OPPONENT_G2, j] = glicko2.opponent_g(rd2)
+
+
+@njit(cache=True, error_model="numpy", fastmath={"arcp", "contract"})
 def gather(aps: np.ndarray, active: np.ndarray, table: np.ndarray, n: int, a: int, b: int, now: float,
            work: np.ndarray) -> tuple[int, int]:  # fmt: skip
     """Lay out the games of A's live pairings, then B's, in ``work``; return (A's count, total).
 
     ``aps[i, j]``: bot i's pairing APS against j as a fraction (NaN: never met); ``active``: who
     counts; ``table``: every bot's values before the battle; ``n``: bots in use; ``now``: the
-    battle's time in seconds; ``work``: at least 6 × 2n. Both bots are rated over their pairings
-    after the battle (already in ``aps``), each opponent's deviations grown for the time since
-    its own last update, from the values as they stood before the battle.
+    battle's time in seconds; ``work``: at least WORK_ROWS × 2n. Both bots are rated over their
+    pairings after the battle (already in ``aps``), each opponent's deviations grown for the time
+    since its own last update, from the values as they stood before the battle.
     """
+    _opponent_factors(table, n, now, work)
+    at = 0
     count_a = 0
-    for j in range(n):
-        if active[j] and aps[a, j] == aps[a, j]:  # False for NaN: never met
-            count_a += 1
-    m_a, m_b = 0, count_a
-    for j in range(n):
-        if not active[j]:
-            continue
-        live_a, live_b = aps[a, j] == aps[a, j], aps[b, j] == aps[b, j]
-        if not (live_a or live_b):
-            continue
-        rd1, rd2 = _deviations(table, j, now)
-        g1, g2 = glicko.opponent_g(rd1), glicko2.opponent_g(rd2)
-        for k in range(2):
-            if k == 0:
-                if not live_a:
-                    continue
-                i, at = a, m_a
-                m_a += 1
-            else:
-                if not live_b:
-                    continue
-                i, at = b, m_b
-                m_b += 1
-            work[SCORE, at] = aps[i, j]
-            work[G1, at] = g1
-            work[G2, at] = g2
-            work[X_ELO, at] = elo.exponent(table[ELO, i], table[ELO, j])
-            work[X_GLICKO, at] = glicko.exponent(table[GLICKO, i], table[GLICKO, j], g1)
-            work[X_GLICKO2, at] = glicko2.exponent(table[GLICKO2, i], table[GLICKO2, j], g2)
-    return count_a, m_b
+    for k in range(2):
+        i = a if k == 0 else b
+        for j in range(n):
+            score = aps[i, j]
+            if active[j] and score == score:  # False for NaN: never met
+                g1, g2 = work[OPPONENT_G1, j], work[OPPONENT_G2, j]
+                work[SCORE, at] = score
+                work[G1, at] = g1
+                work[G2, at] = g2
+                work[X_ELO, at] = elo.exponent(table[ELO, i], table[ELO, j])
+                work[X_GLICKO, at] = glicko.exponent(table[GLICKO, i], table[GLICKO, j], g1)
+                work[X_GLICKO2, at] = glicko2.exponent(table[GLICKO2, i], table[GLICKO2, j], g2)
+                at += 1
+        if k == 0:
+            count_a = at
+    return count_a, at
 
 
-@njit(cache=True, fastmath={"arcp", "contract", "reassoc"})
+@njit(cache=True, error_model="numpy", fastmath={"arcp", "contract", "reassoc"})
 def finish(table: np.ndarray, xonstat_battles: np.ndarray, a: int, b: int, now: float, work: np.ndarray,
            count_a: int, total: int, share_a: float, tau: float, upset_bonus: float) -> None:  # fmt: skip
     """Sum each bot's games (``work`` after the exponentials), update every rating and write both bots' new values."""

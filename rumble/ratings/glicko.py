@@ -39,11 +39,16 @@ PERIODS_TO_UNRATED = 365  # a year without battles makes a settled bot as uncert
 C = math.sqrt((RD_UNRATED**2 - RD_TYPICAL**2) / PERIODS_TO_UNRATED)  # = 18.13; seed 001's recipe
 
 
-@register_jitable
 def decay(rd: float, elapsed_periods: float, c: float = C) -> float:
     """RD after ``elapsed_periods`` rating periods without games: min(sqrt(RD² + c²·t), 350) (step 1)."""
     if elapsed_periods < 0:
-        raise ValueError("elapsed time is negative")
+        raise ValueError(f"elapsed time is negative: {elapsed_periods} periods")
+    return decayed(rd, elapsed_periods, c)
+
+
+@register_jitable
+def decayed(rd: float, elapsed_periods: float, c: float = C) -> float:
+    """``decay`` without the check, for the compiled step, which never passes a negative time."""
     return min(math.sqrt(rd**2 + c**2 * elapsed_periods), RD_UNRATED)
 
 

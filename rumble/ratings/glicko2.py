@@ -125,14 +125,19 @@ def whole_days(elapsed_seconds: float) -> int:
     return int(math.floor(elapsed_seconds / DAY_SECONDS))
 
 
-@register_jitable
 def inactivity(rd: float, sigma: float, days: int) -> float:
     """RD after ``days`` whole days without battles: t = days/14 periods in one step (seed 000).
 
     The rating and volatility do not change. A long absence ends at RD_MAX, never above.
     """
     if days < 0:
-        raise ValueError("elapsed time is negative")
+        raise ValueError(f"elapsed time is negative: {days} days")
+    return inactive(rd, sigma, days)
+
+
+@register_jitable
+def inactive(rd: float, sigma: float, days: int) -> float:
+    """``inactivity`` without the check, for the compiled step, which never passes a negative time."""
     return grow(rd, sigma, days / PERIOD_DAYS)
 
 
