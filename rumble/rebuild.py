@@ -11,6 +11,7 @@ state. The result equals the online tables bit for bit.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
 
 from rumble import fields, priority
 from rumble.ingest import rate
@@ -67,25 +68,28 @@ def rebuild_rumble(db: Store, game: str, rounds: int, min_battles: int, progress
 def _write(db: Store, rumble_id: int, state: dict[tuple[int, int], Pairing], field: Field, min_battles: int) -> None:
     """Replace the rumble's pairings, summaries and ratings with the replayed ones."""
     held = queue.held_pairs(db, rumble_id)  # queued or recently handed out: kept out of the index
+    by_bot: dict[int, list[tuple[int, Pairing]]] = {}  # each bot's pairings, then sorted by opponent:
+    for (a, b), p in state.items():  # much cheaper than sorting a million (a, b) keys
+        by_bot.setdefault(a, []).append((b, p))
+    order = sorted(by_bot)
+    for a in order:
+        by_bot[a].sort(key=itemgetter(0))
     pairings.clear_rumble(db, rumble_id)
     pairings.put_pairings(
         db,
         (
             (rumble_id, a, b, p.battles, p.aps, p.aps_m2, p.survival, p.last_battle,
              priority.pairing_priority(p, min_battles) if a < b and (a, b) not in held else None)
-            for (a, b), p in sorted(state.items())
+            for a in order for b, p in by_bot[a]
         ),
     )  # fmt: skip
     active = {bot for bot in field.ids if field.active[field.position[bot]]}
-    per_bot: dict[int, list[Pairing]] = {}
-    last: dict[int, str] = {}
-    for (a, b), p in state.items():
-        last[a] = max(last.get(a, ""), p.last_battle)
-        if b in active:
-            per_bot.setdefault(a, []).append(p)
-    totals = {bot: scores.totals_of(per_bot.get(bot, ())) for bot in sorted(last)}
-    pairings.put_totals(db, rumble_id, [(bot, t, scores.summary(t), last[bot]) for bot, t in totals.items()])
+    rows = []
+    for a in order:
+        total = scores.totals_of(p for b, p in by_bot[a] if b in active)
+        rows.append((a, total, scores.summary(total), max(p.last_battle for _, p in by_bot[a])))
+    pairings.put_totals(db, rumble_id, rows)
     rating_rows.clear_ratings(db, rumble_id)
-    rating_rows.put_ratings(db, rumble_id, [(bot, field.ratings(bot)) for bot in sorted(last)])
+    rating_rows.put_ratings(db, rumble_id, [(bot, field.ratings(bot)) for bot in order])
     rating_rows.bump_generation(db, rumble_id)
     fields.forget(db, rumble_id)

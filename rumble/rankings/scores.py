@@ -31,13 +31,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 EXACT_UNIT = 2**1074  # 1/2^-1074, the smallest positive float: every float times this is an integer
+EXACT_SHIFT = 1075  # 1074 + 1: a denominator 2^k has bit_length k + 1
 Z95 = 1.96
 
 
 def exact(value: float) -> int:
     """``value`` as an exact integer multiple of 2^-1074."""
-    numerator, denominator = value.as_integer_ratio()  # the denominator is a power of two
-    return numerator * (EXACT_UNIT // denominator)
+    numerator, denominator = value.as_integer_ratio()  # the denominator is a power of two, 2^k
+    return numerator << (EXACT_SHIFT - denominator.bit_length())  # numerator·2^(1074 − k)
 
 
 def battle_percent(score: int, other: int) -> float:
@@ -128,17 +129,22 @@ def contribution(pairing: Pairing | None) -> Totals:
     """What one live pairing adds to its bot's totals (nothing for a pairing not yet played)."""
     if pairing is None or pairing.battles == 0:
         return Totals()
+    return Totals(*_contribution_values(pairing))
+
+
+def _contribution_values(pairing: Pairing) -> tuple[int, ...]:
+    """``contribution`` of a played pairing as a tuple in ``Totals`` field order."""
     has_ci = pairing.battles >= 2
-    return Totals(
-        pairings=1,
-        battles=pairing.battles,
-        aps_exact=exact(pairing.aps),
-        survival_exact=exact(pairing.survival),
-        wins=int(pairing.aps > 50.0),
-        draws=int(pairing.aps == 50.0),
-        losses=int(pairing.aps < 50.0),
-        ci_count=int(has_ci),
-        ci_exact=exact(pairing_variance(pairing) / (pairing.battles - 1)) if has_ci else 0,
+    return (
+        1,
+        pairing.battles,
+        exact(pairing.aps),
+        exact(pairing.survival),
+        int(pairing.aps > 50.0),
+        int(pairing.aps == 50.0),
+        int(pairing.aps < 50.0),
+        int(has_ci),
+        exact(pairing_variance(pairing) / (pairing.battles - 1)) if has_ci else 0,
     )
 
 
@@ -159,11 +165,13 @@ class Summary:
 
 
 def totals_of(pairings: Iterable[Pairing]) -> Totals:
-    """A bot's totals over the given live pairings (what a rebuild computes from scratch)."""
-    total = Totals()
-    for pairing in pairings:
-        total = total + contribution(pairing)
-    return total
+    """A bot's totals over the given live pairings (what a rebuild computes from scratch).
+
+    The same integers as adding up ``contribution`` of each, summed column by column without a
+    ``Totals`` per pairing (a rebuild does this for every pairing of the rumble).
+    """
+    columns = zip(*(_contribution_values(p) for p in pairings if p is not None and p.battles))
+    return Totals(*(sum(column) for column in columns))  # no pairings: no columns, Totals()
 
 
 def summary(totals: Totals) -> Summary:
