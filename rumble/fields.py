@@ -50,8 +50,14 @@ def load(db: Store, rumble_id: int) -> RumbleCopy:
 
 
 def preload(db: Store, rumble_id: int) -> None:
-    """Load or catch up the rumble's copy ahead of a write transaction, without holding the write
-    lock (only reads), so that the transaction itself has little or nothing left to catch up."""
+    """Load the rumble's copy ahead of a write transaction when this process has none, or only one
+    of an older generation (after a rebuild or a restore), without holding the write lock (only
+    reads), so that no upload holds the lock while a whole rumble is read. A current copy is left
+    to be caught up inside the transaction: that is a few rows (the battles other workers stored
+    meanwhile), and catching up here as well would cost every upload a read transaction."""
+    copy = db._cache.get(_key(rumble_id))
+    if copy is not None and copy.seen[2] == rating_rows.generation(db, rumble_id):
+        return
     with read(db):
         current(db, rumble_id)
 

@@ -45,6 +45,11 @@ def version(db: Store, rumble_id: int) -> tuple[int, int, int]:
     ).fetchone()
 
 
+def generation(db: Store, rumble_id: int) -> int:
+    """The rumble's generation: bumped whenever its derived tables are replaced wholesale."""
+    return db.execute("SELECT generation FROM rumbles WHERE id = ?", (rumble_id,)).fetchone()[0]
+
+
 def bump_generation(db: Store, rumble_id: int) -> None:
     db.execute("UPDATE rumbles SET generation = generation + 1 WHERE id = ?", (rumble_id,))
 
