@@ -68,6 +68,9 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
         _load_demo(values)
     elif empty:
         click.echo("rumble: the database has no battles yet; `rumble serve --demo` (or `rumble demo`) loads demo data.")
+    from rumble.ratings.all_pairings import warm_up
+
+    warm_up()  # compiled (or read from numba's cache) once here, before the workers fork
     click.echo(f"rumble: serving http://{host}:{port}/ with {workers} workers (Ctrl-C stops)")
 
     class Server(BaseApplication):
