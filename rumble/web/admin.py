@@ -19,10 +19,11 @@ from datetime import timedelta
 from flask import Blueprint, current_app, g, jsonify, redirect, render_template, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 
-from rumble import ingest, store
+from rumble import ingest, integrity, store
 from rumble.admin_tokens import verify_token
 from rumble.store import admin as admin_store
 from rumble.store import bots
+from rumble.store import integrity as battle_states
 from rumble.store.rumbles import rumble_id
 from rumble.web import get_db
 
@@ -155,12 +156,22 @@ def logout():
 @admin_required
 def audit_page():
     """The audit log, newest first (``?api=1``: JSON)."""
-    rows = admin_store.audit_rows(get_db())
+    db = get_db()
+    with store.read(db):
+        rows = admin_store.audit_rows(db)
+        flagged = battle_states.battles_in_state(db, "flagged")
     if request.args.get("api") == "1":
         return jsonify(rows)
     games = sorted(current_app.extensions["rumble.rumbles"])
     csrf = csrf_token() if g.admin_via == "session" else ""
-    return render_template("admin.html", rows=rows, admin=g.admin, games=games, csrf_token=csrf)
+    return render_template("admin.html", rows=rows, admin=g.admin, games=games, csrf_token=csrf, flagged=flagged)
+
+
+@bp.get("/flagged")
+@admin_required
+def flagged_page():
+    """The battles waiting for review (state 'flagged'), newest first, as JSON."""
+    return jsonify(battle_states.battles_in_state(get_db(), "flagged", limit=int(request.args.get("limit", "200") or 200)))
 
 
 @bp.post("/retire")
@@ -199,5 +210,65 @@ def _participation(action: str, change):
     if g.admin_via == "session":
         return redirect(url_for("admin.audit_page"), code=303)
     response = jsonify(action=action, game=game, bot=name, changed=details["changed"], battles=battles, error=details.get("error"))
+    response.status_code = status
+    return response
+
+
+def _values() -> dict:
+    """The request's fields: a form, or a JSON object (anything else counts as no fields)."""
+    values = request.get_json(silent=True) if request.is_json else request.form
+    return values if hasattr(values, "get") else {}
+
+
+@bp.post("/flag")
+@admin_required
+def flag():
+    """Flag the battles the criteria select: held for review, no longer counted."""
+    return _battle_action("flag")
+
+
+@bp.post("/unflag")
+@admin_required
+def unflag():
+    """Unflag the battles the criteria select (flagged or rolled back): they count again."""
+    return _battle_action("unflag")
+
+
+@bp.post("/rollback")
+@admin_required
+def rollback():
+    """Roll back the battles the criteria select: marked removed, tables recomputed without them."""
+    return _battle_action("rollback")
+
+
+def _battle_action(action: str):
+    """Move the selected battles' state, rebuild the rumbles they belong to, audit it: one transaction.
+
+    Fields: game, uploader, remote_addr, client, since, until (receive times, UTC), ids, and
+    dry_run (just count). A refused selection is a 400 with the reason, and audited too.
+    """
+    values = _values()
+    text = {key: str(values.get(key, "")) for key in ("game", "uploader", "remote_addr", "client", "since", "until", "ids")}
+    dry_run = str(values.get("dry_run", "")).lower() in ("1", "true", "on", "yes")
+    details = {"via": g.admin_via, "remote_addr": request.remote_addr, "dry_run": dry_run}
+    db = get_db()
+    status, error, outcome = 200, None, None
+    try:
+        selection = integrity.make_filter(**text, known_games=current_app.extensions["rumble.rumbles"])
+    except integrity.FilterError as problem:
+        status, error = 400, str(problem)
+        details.update(error=error, criteria={k: v for k, v in text.items() if v})
+    with store.write(db):
+        if error is None:
+            details["criteria"] = selection.describe()
+            outcome = integrity.change_battles(db, action, selection, current_app.config["RUMBLE"]["PRIORITY_MIN_BATTLES"], dry_run)
+            details["per_rumble"] = outcome.moved
+        admin_store.audit(db, g.admin, action, details, 0 if outcome is None or dry_run else outcome.battles, store.utc_now())
+    if g.admin_via == "session" and error is None:
+        return redirect(url_for("admin.audit_page"), code=303)
+    if error is not None:
+        response = jsonify(action=action, error=error)
+    else:
+        response = jsonify(action=action, dry_run=dry_run, battles=outcome.battles, per_rumble=outcome.moved, replayed=outcome.replayed)
     response.status_code = status
     return response
