@@ -24,6 +24,7 @@ from rumble.admin_tokens import verify_token
 from rumble.store import admin as admin_store
 from rumble.store import bots
 from rumble.store import integrity as battle_states
+from rumble.store import removals
 from rumble.store.rumbles import rumble_id
 from rumble.web import get_db
 
@@ -160,18 +161,27 @@ def audit_page():
     with store.read(db):
         rows = admin_store.audit_rows(db)
         flagged = battle_states.battles_in_state(db, "flagged")
+        removal_requests = removals.recent(db)
     if request.args.get("api") == "1":
         return jsonify(rows)
     games = sorted(current_app.extensions["rumble.rumbles"])
     csrf = csrf_token() if g.admin_via == "session" else ""
-    return render_template("admin.html", rows=rows, admin=g.admin, games=games, csrf_token=csrf, flagged=flagged)
+    return render_template("admin.html", rows=rows, admin=g.admin, games=games, csrf_token=csrf, flagged=flagged,
+                           removals=removal_requests)
+
+
+@bp.get("/removals")
+@admin_required
+def removals_page():
+    """The newest RemoveOldParticipant requests (who, from where, what, outcome), as JSON."""
+    return jsonify(removals.recent(get_db(), limit=500))
 
 
 @bp.get("/flagged")
 @admin_required
 def flagged_page():
-    """The battles waiting for review (state 'flagged'), newest first, as JSON."""
-    return jsonify(battle_states.battles_in_state(get_db(), "flagged", limit=int(request.args.get("limit", "200") or 200)))
+    """The newest 500 battles waiting for review (state 'flagged'), newest first, as JSON."""
+    return jsonify(battle_states.battles_in_state(get_db(), "flagged", limit=500))
 
 
 @bp.post("/retire")
