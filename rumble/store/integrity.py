@@ -119,3 +119,8 @@ def battles_in_state(db: Store, state: str, limit: int = 200) -> list[dict]:
 def record_flag_reason(db: Store, battle_id: int, reason: str, now: str) -> None:
     """Why the server flagged a battle on arrival (the plausibility check's words)."""
     db.execute("INSERT OR IGNORE INTO battle_flags (battle_id, reason, flagged_at) VALUES (?, ?, ?)", (battle_id, reason, now))
+
+
+def logged_battles(db: Store, game: str) -> int:
+    """The rumble's battles in the log, in any state (0 for an unknown rumble)."""
+    return db.execute("SELECT count(*) FROM battles b JOIN rumbles r ON r.id = b.rumble_id WHERE r.name = ?", (game,)).fetchone()[0]

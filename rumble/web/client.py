@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 from flask import Blueprint, Response, current_app, request
 
-from rumble import fields, ingest, plausibility, store
+from rumble import fields, ingest, overrides, plausibility, store
 from rumble.protocol import ProtocolError, replies
 from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fields
@@ -47,21 +47,22 @@ def uploaded_results() -> Response:
     if len(body) > limit:
         return _text(replies.refused(f"upload is larger than {limit} bytes"))
     rumbles = current_app.extensions["rumble.rumbles"]
+    db = get_db()
+    stored = overrides.load(db)  # the whitelist and rumble settings maintainers set from /admin
     try:
         battle = parse_upload(body)
         policy = Policy(
-            accepted_clients=settings["ACCEPTED_CLIENTS"],
+            accepted_clients=stored.accepted_clients(settings["ACCEPTED_CLIENTS"]),
             max_age_ms=int(settings["MAX_BATTLE_AGE_HOURS"] * 3_600_000),
             max_skew_ms=int(settings["MAX_CLOCK_SKEW_MINUTES"] * 60_000),
         )
-        rumble = rumbles.get(battle.game)
+        rumble = stored.rumble(rumbles.get(battle.game))
         check_upload(battle, rumble, policy, int(time.time() * 1000))
     except ProtocolError as error:
         return _text(replies.refused(str(error)))
     suspicion = plausibility.suspicion(battle)  # logged but held for review: rumble/plausibility.py
     if suspicion is not None:
         battle = replace(battle, state="flagged")
-    db = get_db()
     fields.preload(db, rumble_id(db, battle.game))  # a worker's first upload reads the rumble outside the lock
     with store.write(db):
         # Stamped under the write lock, so receive times never go backwards along the log.
