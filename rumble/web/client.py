@@ -46,6 +46,8 @@ def uploaded_results() -> Response:
     body = request.stream.read(limit + 1)
     if len(body) > limit:
         return _text(replies.refused(f"upload is larger than {limit} bytes"))
+    if request.content_length is not None and len(body) < request.content_length:  # the sender stopped early
+        return _text(replies.refused(f"upload body ends after {len(body)} of its {request.content_length} bytes"))
     rumbles = current_app.extensions["rumble.rumbles"]
     db = get_db()
     stored = overrides.load(db)  # the whitelist and rumble settings maintainers set from /admin
