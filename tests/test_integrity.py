@@ -253,3 +253,31 @@ def test_the_command_line_rolls_back_with_a_token_and_is_audited(app, client):
     assert bad.exit_code == 2 and "since must be a date or time" in bad.output
     back = runner.invoke(cli, ["admin", "unflag", "--db", db, "--uploader", "Mallory"], env={"RUMBLE_ADMIN_TOKEN": token})
     assert back.exit_code == 0 and _states(app)["Mallory"] == {"ok": 10}
+
+
+def test_another_workers_copy_reloads_after_a_rollback(app, client):
+    """Two threads with one connection each stand for two gunicorn workers (rumble.web.get_db is per
+    thread): B's in-memory copy of the rumble is loaded by its upload, A rolls back; B's next upload
+    must start from the rolled-back tables, because the rollback moved the rumble's generation."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rumble.web import close_thread_db
+
+    _season(app, client)
+    token = _token(app)
+    worker_b = ThreadPoolExecutor(max_workers=1)  # one thread, one connection, one copy
+
+    def upload_on_b(a: str, b: str, scores: tuple[int, int], ago: int) -> str:
+        result = battle(a, b, scores, uploader="Jane", time_ms=int(time.time() * 1000) - ago)
+        return worker_b.submit(_send, client, result, "10.0.0.1").result()
+
+    try:
+        assert "received" in upload_on_b(BOTS[1], BOTS[2], (3500, 3000), 7)
+        _fresh_rebuild_equals_tables(app)
+        response = client.post("/admin/rollback", json={"uploader": "Mallory"}, headers={"Authorization": f"Bearer {token}"})
+        assert response.json["battles"] == 10
+        assert "received" in upload_on_b(BOTS[0], BOTS[3], (3600, 3000), 9)
+        _fresh_rebuild_equals_tables(app)
+    finally:
+        worker_b.submit(close_thread_db).result()
+        worker_b.shutdown()
