@@ -35,4 +35,12 @@ def test_kill_minus_nine_mid_load_loses_no_answered_upload_and_half_applies_noth
     assert figures["killed_pids"] == 3  # the gunicorn master and both workers
     assert figures["killed_after_oks"] == 400 and figures["log_rows_after_restart"] >= 1
     final = figures["final"]
-    assert final["answered_ok"] == final["uploads"] == 800 and final["log_rows"] == final["stored"] == final["rebuild_replayed"]
+    assert final["answered_ok"] == final["uploads"] == 800
+    assert final["log_rows"] == final["distinct_uploads"] == final["rebuild_replayed"] >= final["stored"]
+
+
+def test_a_rollback_by_uploader_on_a_live_server_under_load_equals_a_rebuild(tmp_path):
+    figures = _script().rollback_phase(tmp_path, clients=8, uploads=60, bots=12, workers=2, seed=7)
+    assert figures["rolled_back"] > 0 and figures["unflagged"] == figures["rolled_back"]
+    assert figures["answered_ok"] == figures["uploads"] == 480 and not figures["errors"]
+    assert figures["rebuild_replayed_at_end"] == figures["log_rows"] == figures["stored"]
