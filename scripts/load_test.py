@@ -105,9 +105,24 @@ def stop(server: Server) -> None:
             kill(server)
 
 
+def group_members(group: int) -> list[int]:
+    """The pids in process group ``group``, from /proc (a bare Debian may lack pgrep)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+            if int(fields[2]) == group:
+                found.append(int(entry))
+    return sorted(found)
+
+
 def kill(server: Server) -> list[int]:
     """kill -9 of the master and all its workers at once; returns the pids killed."""
-    pids = [int(p) for p in subprocess.run(["pgrep", "-g", str(server.process.pid)], capture_output=True, text=True).stdout.split()]
+    pids = group_members(server.process.pid)
     os.killpg(server.process.pid, signal.SIGKILL)
     server.process.wait()
     return pids
