@@ -183,6 +183,13 @@ def test_flag_by_remote_address_time_range_and_client_version(app, client):
     # An empty time range before the first battle touches nothing.
     response = client.post("/admin/rollback", json={"since": "2000-01-01", "until": "2000-01-02"}, headers=auth)
     assert response.status_code == 200 and response.json["battles"] == 0
+    # Ids, as a JSON array or as text.
+    db = _db(app)
+    bobs = [row[0] for row in db.execute("SELECT id FROM battles WHERE uploader = 'Bob' ORDER BY id")]
+    db.close()
+    assert client.post("/admin/flag", json={"ids": bobs}, headers=auth).json["battles"] == 2
+    assert client.post("/admin/unflag", json={"ids": f"{bobs[0]}, {bobs[1]}"}, headers=auth).json["battles"] == 2
+    _fresh_rebuild_equals_tables(app)
 
 
 def test_a_dry_run_counts_and_changes_nothing(app, client):

@@ -261,6 +261,8 @@ def _battle_action(action: str):
     """
     values = _values()
     text = {key: str(values.get(key, "")) for key in ("game", "uploader", "remote_addr", "client", "since", "until", "ids")}
+    if isinstance(values.get("ids"), list):  # JSON may give the ids as an array
+        text["ids"] = ",".join(str(i) for i in values["ids"])
     dry_run = str(values.get("dry_run", "")).lower() in ("1", "true", "on", "yes")
     details = {"via": g.admin_via, "remote_addr": request.remote_addr, "dry_run": dry_run}
     db = get_db()
