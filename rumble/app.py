@@ -14,6 +14,7 @@ from flask import Flask
 from rumble import settings as settings_module
 from rumble import store
 from rumble.protocol.games import load_rumbles
+from rumble.overrides import apply_to_rumble_rows
 from rumble.store.rumbles import sync_rumbles
 
 
@@ -41,5 +42,6 @@ def prepare_database(values: dict[str, Any], rumbles: dict) -> None:
     try:
         with store.write(db):
             sync_rumbles(db, rumbles)
+            apply_to_rumble_rows(db, rumbles)  # the settings maintainers changed from /admin win
     finally:
         db.close()

@@ -145,6 +145,7 @@ def migrate(db: str | None) -> None:
 @click.option("--game", default=None, help="Rebuild only this rumble (default: all).")
 def rebuild(db: str | None, game: str | None) -> None:
     """Recompute pairings and summaries from the battle log."""
+    from rumble.overrides import load as load_overrides
     from rumble.rebuild import rebuild_rumble
     from rumble.protocol.games import load_rumbles
     from rumble.store.battles import count_battles
@@ -162,7 +163,8 @@ def rebuild(db: str | None, game: str | None) -> None:
                 continue
             with tqdm(total=total, desc=f"rebuild {name}", unit="battle", disable=None) as bar:
                 with store.write(conn):
-                    replayed = rebuild_rumble(conn, name, rumbles[name].rounds, values["PRIORITY_MIN_BATTLES"], bar.update)
+                    rounds = load_overrides(conn).rumble(rumbles[name]).rounds  # as set from /admin, if it was
+                    replayed = rebuild_rumble(conn, name, rounds, values["PRIORITY_MIN_BATTLES"], bar.update)
             click.echo(f"{name}: replayed {replayed} battles")
     finally:
         conn.close()

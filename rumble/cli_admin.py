@@ -1,7 +1,13 @@
 """The maintainers' commands: ``rumble backup``, ``rumble restore`` and ``rumble admin ...``.
 
-Registered on the main group by ``rumble.cli`` (``register``). Whoever can run these can read the
-database file anyway, so they need no token; they are still audited, as ``cli:<user>``.
+Registered on the main group by ``rumble.cli`` (``register``). Once the database has a maintainer
+with a valid token, every one of these commands needs a valid token in the ``RUMBLE_ADMIN_TOKEN``
+environment variable (not an option: a command line is visible to every user in ``ps``) and is
+audited under that maintainer's name; without one it refuses with exit status 1. A database with
+no valid maintainer (a new installation) needs no token, so that the first ``create-token`` can
+run; those commands are audited as ``cli:<user>``. Whoever can write the database file can of
+course bypass all this; the token makes every change attributable, and keeps the admin commands
+of a shared account from running by accident.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ import click
 from tqdm import tqdm
 
 from rumble import store
+
+TOKEN_VARIABLE = "RUMBLE_ADMIN_TOKEN"
 
 db_option = click.option(
     "--db", type=click.Path(dir_okay=False), default=None, help="SQLite database file (default: $RUMBLE_DB or ~/.local/share/rumble/rumble.db)."
@@ -36,11 +44,32 @@ def _who() -> str:
         return "cli"
 
 
-def _audit(conn: store.Store, action: str, details: dict) -> None:
+def _maintainer(conn: store.Store) -> str:
+    """Who runs this command: the owner of the token in RUMBLE_ADMIN_TOKEN, or ``cli:<user>`` while
+    the database has no valid maintainer. Refuses (ClickException) otherwise."""
+    import os
+
+    from rumble.store.admin import active_hashes
+    from rumble.web.admin import token_owner
+
+    token = os.environ.get(TOKEN_VARIABLE, "").strip()
+    if token:
+        name = token_owner(conn, token)
+        if name is None:
+            raise click.ClickException(f"the token in {TOKEN_VARIABLE} is not a valid maintainer token")
+        return name
+    if active_hashes(conn):
+        raise click.ClickException(
+            f"this command needs a maintainer token: set {TOKEN_VARIABLE} (`rumble admin create-token NAME` makes one)"
+        )
+    return _who()
+
+
+def _audit(conn: store.Store, action: str, details: dict, who: str | None = None) -> None:
     from rumble.store.admin import audit
 
     with store.write(conn):
-        audit(conn, _who(), action, details, 0, store.utc_now())
+        audit(conn, who or _who(), action, details, 0, store.utc_now())
 
 
 def _bar(desc: str):
@@ -73,6 +102,7 @@ def backup(db: str | None, force: bool, path: Path) -> None:
         raise click.ClickException(f"{path} exists; --force overwrites it")
     values, conn = _open(db)
     try:
+        who = _maintainer(conn)
         if Path(values["DB"]).resolve() == path.resolve():
             raise click.ClickException("PATH is the live database itself")
         update, close = _bar("backup")
@@ -80,7 +110,7 @@ def backup(db: str | None, force: bool, path: Path) -> None:
             pages = copy_out(conn, path, update)
         finally:
             close()
-        _audit(conn, "backup", {"path": str(path.resolve()), "pages": pages})
+        _audit(conn, "backup", {"path": str(path.resolve()), "pages": pages}, who)
     finally:
         conn.close()
     click.echo(f"backed up {values['DB']} to {path} ({pages} pages)")
@@ -106,6 +136,7 @@ def restore(db: str | None, yes: bool, path: Path) -> None:
     try:
         values, conn = _open(db)
         try:
+            who = _maintainer(conn)
             if Path(values["DB"]).resolve() == path.resolve():
                 raise click.ClickException("PATH is the live database itself")
             if not yes:
@@ -123,7 +154,7 @@ def restore(db: str | None, yes: bool, path: Path) -> None:
         source.close()
     _, conn = _open(db)  # applies the migrations the backup lacks and records the rumbles
     try:
-        _audit(conn, "restore", {"path": str(path.resolve())})
+        _audit(conn, "restore", {"path": str(path.resolve()), "by": who}, who)
     finally:
         conn.close()
     click.echo(f"restored {values['DB']} from {path}")
@@ -131,7 +162,7 @@ def restore(db: str | None, yes: bool, path: Path) -> None:
 
 @click.group()
 def admin() -> None:
-    """Maintainer tokens: create-token, revoke, list."""
+    """Maintainer tokens, and flagging, unflagging and rolling back battles."""
 
 
 @admin.command("create-token")
@@ -148,9 +179,10 @@ def create_token(db: str | None, name: str) -> None:
     token = new_token()
     _, conn = _open(db)
     try:
+        who = _maintainer(conn)
         with store.write(conn):
             add_maintainer(conn, name, hash_token(token), store.utc_now())
-            audit(conn, _who(), "create-token", {"maintainer": name}, 0, store.utc_now())
+            audit(conn, who, "create-token", {"maintainer": name}, 0, store.utc_now())
     except MaintainerExists as error:
         raise click.ClickException(str(error)) from None
     finally:
@@ -168,10 +200,11 @@ def revoke(db: str | None, name: str) -> None:
 
     _, conn = _open(db)
     try:
+        who = _maintainer(conn)
         with store.write(conn):
             done = revoke_token(conn, name, store.utc_now())
             if done:
-                audit(conn, _who(), "revoke", {"maintainer": name}, 0, store.utc_now())
+                audit(conn, who, "revoke", {"maintainer": name}, 0, store.utc_now())
     finally:
         conn.close()
     if not done:
@@ -187,6 +220,7 @@ def list_(db: str | None) -> None:
 
     _, conn = _open(db)
     try:
+        _maintainer(conn)
         rows = maintainers(conn)
     finally:
         conn.close()
@@ -194,6 +228,51 @@ def list_(db: str | None) -> None:
         click.echo(f"{row['name']}\tcreated {row['created_at'][:19]}\t" + (f"revoked {row['revoked_at'][:19]}" if row["revoked_at"] else "valid"))
     if not rows:
         click.echo("no maintainers; `rumble admin create-token NAME` makes one")
+
+
+def _battle_command(action: str, summary: str):
+    """``rumble admin flag|unflag|rollback``: the same criteria as the /admin forms."""
+
+    @admin.command(action, help=summary + "\n\nAll the criteria given must match; at least one besides --game is required.")
+    @db_option
+    @click.option("--game", default=None, help="Only this rumble's battles.")
+    @click.option("--uploader", default=None, help="The client's USER, exactly.")
+    @click.option("--remote-addr", default=None, help="The uploading address, exactly.")
+    @click.option("--client", default=None, help="The Robocode client version, exactly (e.g. 1.9.3.9).")
+    @click.option("--since", default=None, help="Received at or after this UTC time (2026-11-22 or 2026-11-22 16:05).")
+    @click.option("--until", default=None, help="Received before this UTC time.")
+    @click.option("--ids", default=None, help="Battle ids, separated by commas.")
+    @click.option("--dry-run", is_flag=True, help="Only count the battles it would change.")
+    def command(db, game, uploader, remote_addr, client, since, until, ids, dry_run) -> None:
+        from rumble import integrity
+        from rumble.protocol.games import load_rumbles
+        from rumble.store.admin import audit
+
+        values, conn = _open(db)
+        try:
+            who = _maintainer(conn)
+            try:
+                selection = integrity.make_filter(game, uploader, remote_addr, client, since, until, ids,
+                                                  known_games=load_rumbles(values["RUMBLES_FILE"]))  # fmt: skip
+            except integrity.FilterError as error:
+                raise click.UsageError(str(error)) from None
+            with store.write(conn):
+                outcome = integrity.change_battles(conn, action, selection, values["PRIORITY_MIN_BATTLES"], dry_run)
+                details = {"via": "cli", "criteria": selection.describe(), "per_rumble": outcome.moved, "dry_run": dry_run}
+                if who != _who():
+                    details["user"] = _who()
+                audit(conn, who, action, details, 0 if dry_run else outcome.battles, store.utc_now())
+        finally:
+            conn.close()
+        verb = "would change" if dry_run else "changed"
+        click.echo(f"{action}: {verb} {outcome.battles} battles" + "".join(f"\n  {g}: {n}" for g, n in outcome.moved.items()))
+
+    return command
+
+
+_battle_command("flag", "Flag battles: held for review and no longer counted; the rumbles are recomputed.")
+_battle_command("rollback", "Roll back battles: marked removed (never deleted); the rumbles are recomputed without them.")
+_battle_command("unflag", "Unflag battles (flagged or rolled back): they count again; the rumbles are recomputed.")
 
 
 def register(group: click.Group) -> None:

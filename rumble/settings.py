@@ -43,6 +43,7 @@ SETTINGS = (
     Setting("PRIORITY_MIN_BATTLES", 3, "Pairings with fewer battles than this come before the confidence-interval ranking.", int),
     Setting("PRIORITY_HOLD_MINUTES", 10.0, "A pairing handed out as a priority battle is not handed out again for this long.", float),
     Setting("BATCH_INTERVAL_MINUTES", 60.0, "Minutes between scheduled batch-ranking runs of the rumbles whose log changed (one server process runs them); 0 turns the schedule off.", float),
+    Setting("REMOVALS_PER_HOUR", 120, "RemoveOldParticipant requests one address may make in an hour; beyond that they are refused (and logged).", int),
     Setting("ADMIN_SESSION_MINUTES", 60.0, "A maintainer's browser login lasts this long, then the login page asks for the token again.", float),
     Setting("SYNCHRONOUS", "NORMAL", "SQLite synchronous pragma: NORMAL survives a crash of the server (WAL); FULL also a power loss.", str),
 )

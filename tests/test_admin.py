@@ -18,7 +18,11 @@ from rumble.rebuild import rebuild_rumble
 from rumble.store import admin as admin_store
 from rumble.store.tables import snapshot
 
-ADMIN_URLS = [("GET", "/admin"), ("POST", "/admin/retire"), ("POST", "/admin/restore"), ("POST", "/admin/logout")]
+ADMIN_URLS = [
+    ("GET", "/admin"), ("POST", "/admin/retire"), ("POST", "/admin/restore"), ("POST", "/admin/logout"),
+    ("GET", "/admin/flagged"), ("GET", "/admin/removals"), ("POST", "/admin/rebuild"), ("POST", "/admin/batch"),
+    ("POST", "/admin/clients"), ("POST", "/admin/rumble-settings"), ("POST", "/admin/flag"), ("POST", "/admin/unflag"), ("POST", "/admin/rollback"),
+]  # fmt: skip
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 BOTS = ["a.Alpha 1.0", "b.Beta 1.0", "c.Gamma 1.0", "d.Delta 1.0"]
 
@@ -110,7 +114,8 @@ def test_every_admin_url_refuses_a_wrong_token(app, client, method, url, header)
 def test_every_admin_url_refuses_a_revoked_token(app, client, method, url):
     token = _token(app)
     assert client.get("/admin", headers=_bearer(token)).status_code == 200
-    assert CliRunner().invoke(cli, ["admin", "revoke", "--db", app.config["RUMBLE"]["DB"], "alice"]).exit_code == 0
+    revoked = CliRunner().invoke(cli, ["admin", "revoke", "--db", app.config["RUMBLE"]["DB"], "alice"], env={"RUMBLE_ADMIN_TOKEN": token})
+    assert revoked.exit_code == 0
     assert client.open(url, method=method, headers=_bearer(token)).status_code == 401
 
 
@@ -164,9 +169,10 @@ def test_a_session_expires(app, client):
 
 
 def test_a_revoked_token_ends_its_sessions(app, client):
-    _login(client, _token(app))
+    token = _token(app)
+    _login(client, token)
     assert client.get("/admin", headers=BROWSER).status_code == 200
-    CliRunner().invoke(cli, ["admin", "revoke", "--db", app.config["RUMBLE"]["DB"], "alice"])
+    CliRunner().invoke(cli, ["admin", "revoke", "--db", app.config["RUMBLE"]["DB"], "alice"], env={"RUMBLE_ADMIN_TOKEN": token})
     assert client.get("/admin", headers=BROWSER).status_code == 302
 
 
@@ -242,32 +248,40 @@ def test_the_secret_key_is_per_database_and_shared_by_every_app_on_it(app, tmp_p
     assert again.secret_key == app.secret_key != other.secret_key
 
 
-def _cli(db: str, *args: str):
-    return CliRunner().invoke(cli, ["admin", *args[:1], "--db", db, *args[1:]], catch_exceptions=False)
+def _cli(db: str, *args: str, token: str = ""):
+    return CliRunner().invoke(cli, ["admin", *args[:1], "--db", db, *args[1:]], catch_exceptions=False, env={"RUMBLE_ADMIN_TOKEN": token})
 
 
 def test_create_token_list_and_revoke_on_the_command_line(app, client):
     db = app.config["RUMBLE"]["DB"]
-    created = _cli(db, "create-token", "alice")
+    created = _cli(db, "create-token", "alice")  # the first maintainer needs no token
     token = created.output.strip()
     assert created.exit_code == 0 and len(token) >= 43
     assert client.get("/admin", headers=_bearer(token)).status_code == 200
-    listed = _cli(db, "list")
+    refused = _cli(db, "list")  # from now on every admin command needs one
+    assert refused.exit_code == 1 and "needs a maintainer token" in refused.output and "alice" not in refused.output
+    assert _cli(db, "list", token="not-a-token").exit_code == 1
+    listed = _cli(db, "list", token=token)
     assert "alice" in listed.output and "valid" in listed.output
     conn = store.connect(db)
     stored = conn.execute("SELECT token_hash FROM maintainers").fetchone()[0]
     conn.close()
     assert token not in stored and stored not in listed.output and "scrypt" not in listed.output
-    assert _cli(db, "create-token", "alice").exit_code == 1  # already valid: revoke first
-    assert _cli(db, "revoke", "alice").exit_code == 0
-    assert "revoked" in _cli(db, "list").output
+    assert _cli(db, "create-token", "bob").exit_code == 1  # no token
+    assert _cli(db, "create-token", "alice", token=token).exit_code == 1  # already valid: revoke first
+    bob = _cli(db, "create-token", "bob", token=token).output.strip()
+    assert _cli(db, "revoke", "alice").exit_code == 1  # no token
+    assert _cli(db, "revoke", "alice", token=bob).exit_code == 0
+    assert "revoked" in _cli(db, "list", token=bob).output
     assert client.get("/admin", headers=_bearer(token)).status_code == 401
-    assert _cli(db, "revoke", "alice").exit_code == 1 and _cli(db, "revoke", "bob").exit_code == 1
-    fresh = _cli(db, "create-token", "alice").output.strip()  # a revoked maintainer gets a new token
+    assert _cli(db, "list", token=token).exit_code == 1  # a revoked token no longer works here either
+    assert _cli(db, "revoke", "alice", token=bob).exit_code == 1 and _cli(db, "revoke", "carol", token=bob).exit_code == 1
+    fresh = _cli(db, "create-token", "alice", token=bob).output.strip()  # a revoked maintainer gets a new token
     assert client.get("/admin", headers=_bearer(fresh)).status_code == 200
     assert client.get("/admin", headers=_bearer(token)).status_code == 401
-    actions = [r["action"] for r in _audit(app)]
-    assert actions == ["create-token", "revoke", "create-token"]
+    audit = [(r["who"], r["action"], r["details"]["maintainer"]) for r in reversed(_audit(app))]
+    assert audit[0][0].startswith("cli") and audit[0][1:] == ("create-token", "alice")
+    assert audit[1:] == [("alice", "create-token", "bob"), ("bob", "revoke", "alice"), ("bob", "create-token", "alice")]
 
 
 def test_the_audit_log_is_append_only(app):
@@ -280,3 +294,34 @@ def test_the_audit_log_is_append_only(app):
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             db.execute(sql)
     db.close()
+
+
+def test_every_admin_command_refuses_without_a_token_once_a_maintainer_exists(app, client, upload, tmp_path):
+    """Each `rumble admin` subcommand, `rumble backup` and `rumble restore`: exit 1, nothing done, nothing audited.
+    The list of commands comes from the click group itself, so a new one cannot be left out."""
+    from rumble.cli_admin import admin as admin_group
+
+    db = app.config["RUMBLE"]["DB"]
+    _ladder(upload)
+    token = _token(app)
+    backup = tmp_path / "copy.db"
+    assert CliRunner().invoke(cli, ["backup", "--db", db, str(backup)], env={"RUMBLE_ADMIN_TOKEN": token}).exit_code == 0
+    arguments = {
+        "admin create-token": ["bob"], "admin revoke": ["alice"], "admin list": [],
+        "admin flag": ["--uploader", "Jane Doe"], "admin rollback": ["--uploader", "Jane Doe"], "admin unflag": ["--uploader", "Jane Doe"],
+        "backup": [str(tmp_path / "other.db")], "restore": ["--yes", str(backup)],
+    }  # fmt: skip
+    assert set(arguments) == {f"admin {name}" for name in admin_group.commands} | {"backup", "restore"}
+    conn = store.connect(db)
+    before = snapshot(conn), conn.execute("SELECT count(*) FROM audit_log").fetchone()[0], admin_store.maintainers(conn)
+    conn.close()
+    for command, args in arguments.items():
+        for env in ({"RUMBLE_ADMIN_TOKEN": ""}, {"RUMBLE_ADMIN_TOKEN": "wrong"}):
+            result = CliRunner().invoke(cli, [*command.split(), "--db", db, *args], env=env)
+            assert result.exit_code == 1, (command, result.output)
+            assert "token" in result.output and "Jane" not in result.output
+    assert not (tmp_path / "other.db").exists()
+    conn = store.connect(db)
+    assert (snapshot(conn), conn.execute("SELECT count(*) FROM audit_log").fetchone()[0], admin_store.maintainers(conn)) == before
+    assert conn.execute("SELECT count(*) FROM battles WHERE state != 'ok'").fetchone()[0] == 0
+    conn.close()

@@ -38,6 +38,12 @@ def accepted(first: str, second: str, game: str, counts: tuple[int, int], priori
     return "\n".join(lines) + "\n"
 
 
+def held(first: str, second: str, game: str, counts: tuple[int, int], reason: str) -> str:
+    """The answer to a stored upload held for review (rumble/plausibility.py): the client is done
+    with it (``OK``), and told why it does not count yet."""
+    return counts_line(*counts) + "\n" + plain(f"OK. {first} vs {second} received for {game}, held for review: {reason}") + "\n"
+
+
 def duplicate(first: str, second: str, game: str, counts: tuple[int, int]) -> str:
     """The answer to a result already stored (a retry): acknowledged, not counted again."""
     return counts_line(*counts) + "\n" + plain(f"OK. {first} vs {second} for {game} was already received; not counted again") + "\n"

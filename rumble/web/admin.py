@@ -19,10 +19,12 @@ from datetime import timedelta
 from flask import Blueprint, current_app, g, jsonify, redirect, render_template, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 
-from rumble import ingest, store
+from rumble import ingest, integrity, overrides, store
 from rumble.admin_tokens import verify_token
 from rumble.store import admin as admin_store
 from rumble.store import bots
+from rumble.store import integrity as battle_states
+from rumble.store import removals
 from rumble.store.rumbles import rumble_id
 from rumble.web import get_db
 
@@ -155,12 +157,33 @@ def logout():
 @admin_required
 def audit_page():
     """The audit log, newest first (``?api=1``: JSON)."""
-    rows = admin_store.audit_rows(get_db())
+    db = get_db()
+    with store.read(db):
+        rows = admin_store.audit_rows(db)
+        flagged = battle_states.battles_in_state(db, "flagged")
+        removal_requests = removals.recent(db)
+        stored = overrides.load(db)
     if request.args.get("api") == "1":
         return jsonify(rows)
     games = sorted(current_app.extensions["rumble.rumbles"])
     csrf = csrf_token() if g.admin_via == "session" else ""
-    return render_template("admin.html", rows=rows, admin=g.admin, games=games, csrf_token=csrf)
+    return render_template("admin.html", rows=rows, admin=g.admin, games=games, csrf_token=csrf, flagged=flagged,
+                           removals=removal_requests, clients=stored.accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"]),
+                           rumbles=stored.rumbles(current_app.extensions["rumble.rumbles"]))
+
+
+@bp.get("/removals")
+@admin_required
+def removals_page():
+    """The newest RemoveOldParticipant requests (who, from where, what, outcome), as JSON."""
+    return jsonify(removals.recent(get_db(), limit=500))
+
+
+@bp.get("/flagged")
+@admin_required
+def flagged_page():
+    """The newest 500 battles waiting for review (state 'flagged'), newest first, as JSON."""
+    return jsonify(battle_states.battles_in_state(get_db(), "flagged", limit=500))
 
 
 @bp.post("/retire")
@@ -201,3 +224,170 @@ def _participation(action: str, change):
     response = jsonify(action=action, game=game, bot=name, changed=details["changed"], battles=battles, error=details.get("error"))
     response.status_code = status
     return response
+
+
+def _values() -> dict:
+    """The request's fields: a form, or a JSON object (anything else counts as no fields)."""
+    values = request.get_json(silent=True) if request.is_json else request.form
+    return values if hasattr(values, "get") else {}
+
+
+@bp.post("/flag")
+@admin_required
+def flag():
+    """Flag the battles the criteria select: held for review, no longer counted."""
+    return _battle_action("flag")
+
+
+@bp.post("/unflag")
+@admin_required
+def unflag():
+    """Unflag the battles the criteria select (flagged or rolled back): they count again."""
+    return _battle_action("unflag")
+
+
+@bp.post("/rollback")
+@admin_required
+def rollback():
+    """Roll back the battles the criteria select: marked removed, tables recomputed without them."""
+    return _battle_action("rollback")
+
+
+def _battle_action(action: str):
+    """Move the selected battles' state, rebuild the rumbles they belong to, audit it: one transaction.
+
+    Fields: game, uploader, remote_addr, client, since, until (receive times, UTC), ids, and
+    dry_run (just count). A refused selection is a 400 with the reason, and audited too.
+    """
+    values = _values()
+    text = {key: str(values.get(key, "")) for key in ("game", "uploader", "remote_addr", "client", "since", "until", "ids")}
+    if isinstance(values.get("ids"), list):  # JSON may give the ids as an array
+        text["ids"] = ",".join(str(i) for i in values["ids"])
+    dry_run = str(values.get("dry_run", "")).lower() in ("1", "true", "on", "yes")
+    details = {"via": g.admin_via, "remote_addr": request.remote_addr, "dry_run": dry_run}
+    db = get_db()
+    status, error, outcome = 200, None, None
+    try:
+        selection = integrity.make_filter(**text, known_games=current_app.extensions["rumble.rumbles"])
+    except integrity.FilterError as problem:
+        status, error = 400, str(problem)
+        details.update(error=error, criteria={k: v for k, v in text.items() if v})
+    with store.write(db):
+        if error is None:
+            details["criteria"] = selection.describe()
+            outcome = integrity.change_battles(db, action, selection, current_app.config["RUMBLE"]["PRIORITY_MIN_BATTLES"], dry_run)
+            details["per_rumble"] = outcome.moved
+        admin_store.audit(db, g.admin, action, details, 0 if outcome is None or dry_run else outcome.battles, store.utc_now())
+    if g.admin_via == "session" and error is None:
+        return redirect(url_for("admin.audit_page"), code=303)
+    if error is not None:
+        response = jsonify(action=action, error=error)
+    else:
+        response = jsonify(action=action, dry_run=dry_run, battles=outcome.battles, per_rumble=outcome.moved, replayed=outcome.replayed)
+    response.status_code = status
+    return response
+
+
+def _done(action: str, status: int = 200, **fields):
+    """The answer to an admin POST: back to /admin for a browser that succeeded, JSON otherwise."""
+    if g.admin_via == "session" and status < 400:
+        return redirect(url_for("admin.audit_page"), code=303)
+    response = jsonify(action=action, **fields)
+    response.status_code = status
+    return response
+
+
+@bp.post("/rebuild")
+@admin_required
+def rebuild():
+    """Recompute a rumble's tables from its log (``game``), or every rumble with battles (no game)."""
+    from rumble.rebuild import rebuild_rumble
+
+    game = str(_values().get("game", "")).strip()
+    known = current_app.extensions["rumble.rumbles"]
+    details = {"via": g.admin_via, "remote_addr": request.remote_addr, "game": game or "all"}
+    db = get_db()
+    with store.write(db):
+        if game and game not in known:
+            details["error"] = f"no rumble called {game!r}"
+            admin_store.audit(db, g.admin, "rebuild", details, 0, store.utc_now())
+            return _done("rebuild", 400, error=details["error"])
+        games = [game] if game else [name for name in known if battle_states.logged_battles(db, name)]
+        stored = overrides.load(db)
+        replayed = {name: rebuild_rumble(db, name, stored.rumble(known[name]).rounds, current_app.config["RUMBLE"]["PRIORITY_MIN_BATTLES"])
+                    for name in games}  # fmt: skip
+        details["replayed"] = replayed
+        admin_store.audit(db, g.admin, "rebuild", details, sum(replayed.values()), store.utc_now())
+    return _done("rebuild", replayed=replayed, battles=sum(replayed.values()))
+
+
+@bp.post("/batch")
+@admin_required
+def batch():
+    """Run the batch rankings now: for ``game``, or for every rumble whose log changed since its last run."""
+    from rumble import jobs
+
+    game = str(_values().get("game", "")).strip()
+    details = {"via": g.admin_via, "remote_addr": request.remote_addr, "game": game or "stale"}
+    db = get_db()
+    if game and game not in current_app.extensions["rumble.rumbles"]:
+        details["error"] = f"no rumble called {game!r}"
+        with store.write(db):
+            admin_store.audit(db, g.admin, "batch", details, 0, store.utc_now())
+        return _done("batch", 400, error=details["error"])
+    source = f"admin {g.admin}"
+    reports = [jobs.run_rumble(db, game, source=source)] if game else jobs.run_stale(db, source)
+    runs = {r.game: {"run": r.run_id, "bots": int(r.ranked.kept.sum()), "battles": r.seen.battles} for r in reports}
+    details["runs"] = runs
+    with store.write(db):
+        admin_store.audit(db, g.admin, "batch", details, 0, store.utc_now())
+    return _done("batch", runs=runs)
+
+
+@bp.post("/clients")
+@admin_required
+def clients():
+    """Set the client whitelist (``clients``: versions separated by commas), or ``reset`` it to the server's setting."""
+    values = _values()
+    reset = str(values.get("reset", "")).lower() in ("1", "true", "on", "yes")
+    details = {"via": g.admin_via, "remote_addr": request.remote_addr}
+    db = get_db()
+    with store.write(db):
+        before = overrides.load(db).accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"])
+        try:
+            versions = None if reset else overrides.parse_clients(str(values.get("clients", "")))
+        except overrides.SettingError as error:
+            details.update(error=str(error), sent=str(values.get("clients", "")))
+            admin_store.audit(db, g.admin, "set-clients", details, 0, store.utc_now())
+            return _done("set-clients", 400, error=str(error))
+        overrides.set_clients(db, versions, store.utc_now(), g.admin)
+        after = overrides.load(db).accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"])
+        details.update(before=list(before), after=list(after), reset=reset)
+        admin_store.audit(db, g.admin, "set-clients", details, 0, store.utc_now())
+    return _done("set-clients", accepted_clients=list(after))
+
+
+@bp.post("/rumble-settings")
+@admin_required
+def rumble_settings():
+    """Set one of a rumble's settings (``game``, ``key``: rounds, field, melee or teams, ``value``), or ``reset`` it to the file's."""
+    values = _values()
+    game, key = str(values.get("game", "")).strip(), str(values.get("key", "")).strip()
+    raw, reset = str(values.get("value", "")), str(values.get("reset", "")).lower() in ("1", "true", "on", "yes")
+    details = {"via": g.admin_via, "remote_addr": request.remote_addr, "game": game, "key": key}
+    base = current_app.extensions["rumble.rumbles"].get(game)
+    db = get_db()
+    with store.write(db):
+        before = overrides.load(db).rumble(base)
+        try:
+            if base is None:
+                raise overrides.SettingError(f"no rumble called {game!r}")
+            value = None if reset else overrides.parse_rumble_value(key, raw)
+            after = overrides.set_rumble(db, base, key, value, store.utc_now(), g.admin)
+        except overrides.SettingError as error:
+            details.update(error=str(error), sent=raw)
+            admin_store.audit(db, g.admin, "set-rumble", details, 0, store.utc_now())
+            return _done("set-rumble", 400, error=str(error))
+        details.update(before=getattr(before, key), after=getattr(after, key), reset=reset)
+        admin_store.audit(db, g.admin, "set-rumble", details, 0, store.utc_now())
+    return _done("set-rumble", game=game, key=key, value=getattr(after, key))

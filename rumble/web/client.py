@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 
 from flask import Blueprint, Response, current_app, request
 
-from rumble import fields, ingest, store
+from rumble import fields, ingest, overrides, plausibility, store
 from rumble.protocol import ProtocolError, replies
 from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fields
 from rumble.store import bots, tables
+from rumble.store import integrity as battle_states
+from rumble.store import removals
 from rumble.store.rumbles import rumble_id
 from rumble.web import get_db
 
@@ -42,26 +46,34 @@ def uploaded_results() -> Response:
     body = request.stream.read(limit + 1)
     if len(body) > limit:
         return _text(replies.refused(f"upload is larger than {limit} bytes"))
+    if request.content_length is not None and len(body) < request.content_length:  # the sender stopped early
+        return _text(replies.refused(f"upload body ends after {len(body)} of its {request.content_length} bytes"))
     rumbles = current_app.extensions["rumble.rumbles"]
+    db = get_db()
+    stored = overrides.load(db)  # the whitelist and rumble settings maintainers set from /admin
     try:
         battle = parse_upload(body)
         policy = Policy(
-            accepted_clients=settings["ACCEPTED_CLIENTS"],
+            accepted_clients=stored.accepted_clients(settings["ACCEPTED_CLIENTS"]),
             max_age_ms=int(settings["MAX_BATTLE_AGE_HOURS"] * 3_600_000),
             max_skew_ms=int(settings["MAX_CLOCK_SKEW_MINUTES"] * 60_000),
         )
-        rumble = rumbles.get(battle.game)
+        rumble = stored.rumble(rumbles.get(battle.game))
         check_upload(battle, rumble, policy, int(time.time() * 1000))
     except ProtocolError as error:
         return _text(replies.refused(str(error)))
-    db = get_db()
+    suspicion = plausibility.suspicion(battle)  # logged but held for review: rumble/plausibility.py
+    if suspicion is not None:
+        battle = replace(battle, state="flagged")
     fields.preload(db, rumble_id(db, battle.game))  # a worker's first upload reads the rumble outside the lock
     with store.write(db):
         # Stamped under the write lock, so receive times never go backwards along the log.
         battle = ingest.with_receipt(battle, request.remote_addr)
         applied = ingest.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
         pair = None
-        if applied.stored:
+        if applied.stored and suspicion is not None:
+            battle_states.record_flag_reason(db, applied.battle_id, suspicion, battle.received_at)
+        elif applied.stored:
             pair = ingest.next_priority_battle(
                 db, battle.game, settings["PRIORITY_BATCH"], settings["PRIORITY_MIN_BATTLES"],
                 settings["PRIORITY_HOLD_MINUTES"], _rng,
@@ -70,6 +82,8 @@ def uploaded_results() -> Response:
     first, second = battle.first.name, battle.second.name
     if not applied.stored:
         response = _text(replies.duplicate(first, second, battle.game, applied.counts))
+    elif suspicion is not None:
+        response = _text(replies.held(first, second, battle.game, applied.counts, suspicion))
     else:
         response = _text(replies.accepted(first, second, battle.game, applied.counts, replies.priority_line(*pair) if pair else None))
     response.call_on_close(lambda: store.checkpoint_if_due(db))  # after the answer is on its way
@@ -90,22 +104,37 @@ def ratings_file() -> Response:
 
 @bp.route("/RemoveOldParticipant", methods=["GET", "POST"])
 def remove_old_participant() -> Response:
-    """Retire a bot named by its ratings-file key (``_`` for the space); the client only prints the answer."""
+    """Retire a bot named by its ratings-file key (``_`` for the space); the client only prints the answer.
+
+    Every request is logged with its address, user agent and outcome (``store.removals``); an
+    address that sent REMOVALS_PER_HOUR requests in the last hour is refused, in the protocol's
+    own form, until it slows down.
+    """
     try:
         fields = split_fields(request.get_data()[:4096].decode("utf-8", "replace")) if request.method == "POST" else dict(request.args)
     except ProtocolError as error:
         return _text(replies.refused(str(error)))
     game, key = fields.get("game", ""), fields.get("name", "")
-    if game not in current_app.extensions["rumble.rumbles"]:
-        return _text(replies.refused(f"unknown game {game!r}"))
     db = get_db()
+    now = datetime.now(timezone.utc)
     with store.write(db):
-        rid = rumble_id(db, game)
-        known = bots.participant_names(db, rid, active_only=False)
-        name = next((candidate for candidate in key_candidates(key) if candidate in known), None)
-        if name is None:
-            return _text(replies.refused(f"no bot {key!r} in {game}"))
-        retired = ingest.retire(db, rid, known[name], store.utc_now(), f"RemoveOldParticipant from {request.remote_addr}")
-    if not retired:
-        return _text(replies.plain(f"OK. {name} was already retired from {game}") + "\n")
-    return _text(replies.plain(f"OK. {name} retired from {game}") + "\n")
+        answer, outcome = _remove(db, game, key, now)
+        removals.record(db, store.format_time(now), request.remote_addr, request.user_agent.string, game, key, outcome)
+    return _text(answer)
+
+
+def _remove(db, game: str, key: str, now: datetime) -> tuple[str, str]:
+    """The answer to a RemoveOldParticipant request and its outcome for the log (in the write transaction)."""
+    limit = _settings()["REMOVALS_PER_HOUR"]
+    if removals.count_since(db, request.remote_addr, store.format_time(now - timedelta(hours=1))) >= limit:
+        return replies.refused(f"more than {limit} RemoveOldParticipant requests from your address in an hour; try again later"), "rate limited"
+    if game not in current_app.extensions["rumble.rumbles"]:
+        return replies.refused(f"unknown game {game!r}"), "unknown game"
+    rid = rumble_id(db, game)
+    known = bots.participant_names(db, rid, active_only=False)
+    name = next((candidate for candidate in key_candidates(key) if candidate in known), None)
+    if name is None:
+        return replies.refused(f"no bot {key!r} in {game}"), "unknown bot"
+    if not ingest.retire(db, rid, known[name], store.utc_now(), f"RemoveOldParticipant from {request.remote_addr}"):
+        return replies.plain(f"OK. {name} was already retired from {game}") + "\n", "already retired"
+    return replies.plain(f"OK. {name} retired from {game}") + "\n", "retired"

@@ -87,7 +87,7 @@ def test_concurrent_uploads_land_exactly_once(live_server):
     rng = random.Random(7)
     now = int(time.time() * 1000)
     battles = [
-        make_battle(a, b, (rng.randint(2000, 7000), rng.randint(0, 2000)), (20, 10), now + i)
+        make_battle(a, b, (rng.randint(2000, 7000), rng.randint(0, 2000)), (20, 15), now + i)
         for i, (a, b) in enumerate(itertools.combinations(bots, 2))
     ]
     sends = battles * 2

@@ -33,7 +33,7 @@ def _random_session(client, upload, rng: random.Random, uploads: int = 300) -> l
         total = rng.randint(0, 8000)
         share = rng.random()
         firsts = rng.randint(0, 35)
-        result = battle(a, b, (round(total * share), total - round(total * share)), (firsts, rng.randint(0, 35 - firsts)),
+        result = battle(a, b, (round(total * share), total - round(total * share)), (firsts, rng.randint(34 - firsts, 35) if firsts < 34 else rng.randint(0, 35)),
                         game=rng.choice(["roborumble", "minirumble"]), time_ms=now - n)  # fmt: skip
         upload(result)
         sent.append(result)

@@ -205,3 +205,38 @@ def test_rankings_paginate_in_rank_order(client, upload):
     for bad in ("limit=0", "limit=x", "page=-1"):
         response = client.get(f"/Rankings?game=roborumble&{bad}")
         assert response.status_code == 400 and "must be a whole number" in response.get_data(as_text=True)
+
+
+def test_remove_old_participant_is_logged_and_rate_limited_per_address(app, client, upload):
+    """Every request is logged (address, user agent, game, name, outcome); an address over
+    REMOVALS_PER_HOUR in the last hour is refused in the protocol's form and retires nothing."""
+    from rumble import store
+    from rumble.store import removals
+
+    upload(battle(first="sample.Walls 0.9b", second="sample.Corners 1.0"))
+    upload(battle(first="sample.Tracker 1.0", second="sample.Corners 1.0"))
+    app.config["RUMBLE"]["REMOVALS_PER_HOUR"] = 3
+
+    def remove(name: str, addr: str = "10.1.1.1") -> str:
+        body = f"version=1&game=roborumble&name={name}&dummy=NA\n".encode()
+        response = client.post("/RemoveOldParticipant", data=body, environ_base={"REMOTE_ADDR": addr}, headers={"User-Agent": "Java/1.8.0"})
+        return response.get_data(as_text=True)
+
+    assert remove("sample.Walls_0.9b") == "OK. sample.Walls 0.9b retired from roborumble\n"
+    assert remove("sample.Walls_0.9b") == "OK. sample.Walls 0.9b was already retired from roborumble\n"
+    assert remove("no.Such_1.0") == "OK. ERROR: no bot 'no.Such_1.0' in roborumble\n"
+    limited = remove("sample.Tracker_1.0")  # the fourth in the hour from this address
+    assert limited.startswith("OK. ERROR: more than 3 RemoveOldParticipant requests from your address in an hour")
+    names = {r["name"] for r in client.get("/Rankings?game=roborumble&api=1").json}
+    assert "sample.Tracker 1.0" in names and "sample.Walls 0.9b" not in names
+    assert remove("sample.Tracker_1.0", addr="10.2.2.2") == "OK. sample.Tracker 1.0 retired from roborumble\n"  # another address
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    logged = [(r["remote_addr"], r["user_agent"], r["game"], r["name"], r["outcome"]) for r in reversed(removals.recent(db))]
+    db.close()
+    assert logged == [
+        ("10.1.1.1", "Java/1.8.0", "roborumble", "sample.Walls_0.9b", "retired"),
+        ("10.1.1.1", "Java/1.8.0", "roborumble", "sample.Walls_0.9b", "already retired"),
+        ("10.1.1.1", "Java/1.8.0", "roborumble", "no.Such_1.0", "unknown bot"),
+        ("10.1.1.1", "Java/1.8.0", "roborumble", "sample.Tracker_1.0", "rate limited"),
+        ("10.2.2.2", "Java/1.8.0", "roborumble", "sample.Tracker_1.0", "retired"),
+    ]

@@ -1,0 +1,105 @@
+"""Flag, unflag and roll back battles: log rows change state, then the affected rumbles are rebuilt.
+
+The battle log is never edited beyond a row's ``state``: 'ok' battles count, 'flagged' ones wait
+for a maintainer (held out of every table until approved), 'removed' ones are rolled back for good
+(until unflagged). After moving the rows, each rumble that had a battle move is recomputed with
+``rebuild.rebuild_rumble``, inside the same write transaction, so the derived tables equal a
+rebuild from the remaining log by construction, and the rebuild bumps the rumble's generation so
+that every server worker reloads its in-memory copy and the batch schedule sees the change.
+
+The three actions and the states they move from:
+
+- ``flag``: ok → flagged (held for review: no longer counted)
+- ``rollback``: ok or flagged → removed
+- ``unflag``: flagged or removed → ok (approve a flagged battle, or undo a rollback)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from rumble import rebuild
+from rumble.store import Store, format_time
+from rumble.store import integrity as states
+from rumble.store.integrity import BattleFilter
+
+TRANSITIONS: dict[str, tuple[tuple[str, ...], str]] = {
+    "flag": (("ok",), "flagged"),
+    "rollback": (("ok", "flagged"), "removed"),
+    "unflag": (("flagged", "removed"), "ok"),
+}
+
+
+class FilterError(ValueError):
+    """The criteria cannot be used: the message says which and why, in plain words."""
+
+
+@dataclass
+class Outcome:
+    """What an action did (or, for a dry run, would do): battles moved and replayed, per rumble."""
+
+    action: str
+    moved: dict[str, int]
+    replayed: dict[str, int] = field(default_factory=dict)
+    dry_run: bool = False
+
+    @property
+    def battles(self) -> int:
+        return sum(self.moved.values())
+
+
+def parse_time(value: str | None, name: str) -> str | None:
+    """A receive-time bound typed by a person ("2026-11-22", "2026-11-22 16:05", ISO with a zone) in
+    the log's own form, UTC. Without a zone the time is taken as UTC."""
+    if value is None or not value.strip():
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise FilterError(f"{name} must be a date or time like 2026-11-22 or 2026-11-22 16:05:00, not {value!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return format_time(moment)
+
+
+def make_filter(
+    game: str | None = None, uploader: str | None = None, remote_addr: str | None = None, client: str | None = None,
+    since: str | None = None, until: str | None = None, ids: str | tuple[int, ...] | None = None, known_games=None,
+) -> BattleFilter:  # fmt: skip
+    """A checked ``BattleFilter`` from text fields (a form or the command line); empty means not given."""
+
+    def text(value: str | None) -> str | None:
+        return value.strip() if value is not None and value.strip() else None
+
+    game = text(game)
+    if game is not None and known_games is not None and game not in known_games:
+        raise FilterError(f"no rumble called {game!r}")
+    if isinstance(ids, str):
+        try:
+            ids = tuple(int(part) for part in ids.replace(",", " ").split())
+        except ValueError:
+            raise FilterError(f"battle ids must be whole numbers separated by commas or spaces, not {ids!r}") from None
+    f = BattleFilter(game, text(uploader), text(remote_addr), text(client), parse_time(since, "since"), parse_time(until, "until"),
+                     tuple(ids or ()))  # fmt: skip
+    if f.since is not None and f.until is not None and f.since >= f.until:
+        raise FilterError("since must come before until")
+    if not f.selects_something_specific():
+        raise FilterError("give at least one of uploader, remote address, client version, time range or battle ids")
+    return f
+
+
+def change_battles(db: Store, action: str, f: BattleFilter, min_battles: int, dry_run: bool = False) -> Outcome:
+    """Apply ``action`` to the battles ``f`` selects and rebuild the rumbles it changed (caller holds
+    the write transaction, and audits the outcome in it)."""
+    if action not in TRANSITIONS:
+        raise ValueError(f"no battle action {action!r}")
+    sources, target = TRANSITIONS[action]
+    if dry_run:
+        return Outcome(action, states.count_matching(db, f, sources), dry_run=True)
+    moved = states.set_state(db, f, sources, target)
+    replayed = {}
+    for game in moved:
+        rounds = states.rumble_rounds(db, game)
+        replayed[game] = rebuild.rebuild_rumble(db, game, rounds, min_battles)
+    return Outcome(action, moved, replayed)
