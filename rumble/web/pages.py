@@ -12,11 +12,12 @@ from rumble.ratings.online import PROVISIONAL_RD, provisional
 from rumble.store import batch as batch_store
 from rumble.store import rumbles as rumble_store
 from rumble.store import format_time, stats, tables
-from rumble.web import bots, get_db
+from rumble.web import bots, get_db, plots
 
 bp = Blueprint("pages", __name__)
 STATS_DAYS = 30  # the "recent" window of /RumbleStats (LiteRumble shows 31 days)
 bots.register(bp)  # /BotDetails, /Pairing, /BotCompare
+plots.register(bp)  # the SVG plots those pages and /RumbleStats show
 
 COLUMN_TITLES = {
     "aps": "APS",
@@ -128,6 +129,12 @@ def rumble_stats():
     if request.args.get("api") == "1":
         return jsonify(page)
     return render_template("rumble_stats.html", **page)
+
+
+@bp.get("/favicon.ico")
+def favicon():
+    """The icon, for browsers that ask for it without a page (an image opened on its own)."""
+    return current_app.send_static_file("favicon.svg")
 
 
 @bp.get("/ScoreExplanation")

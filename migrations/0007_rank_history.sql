@@ -1,0 +1,24 @@
+-- A daily snapshot of every rumble's standings (rumble/store/history.py), for the bot-details
+-- plots of APS, ratings and rank over time. As in XonStat (seed 002), ranks are taken once a day
+-- per rumble: the first scheduled job of each UTC day (rumble/jobs.py scheduled_run) records every
+-- active bot's row of the rankings table as it stands then, and a day is never recorded twice.
+--
+-- The snapshot is NOT derived from the battle log: `rumble rebuild` leaves it alone (replaying
+-- the log day by day to recompute it would cost a full rating replay per day). It is history, like
+-- batch_runs: what the ladder showed on that day.
+
+CREATE TABLE rank_history (
+    rumble_id INTEGER NOT NULL REFERENCES rumbles(id),
+    day TEXT NOT NULL,              -- UTC, "YYYY-MM-DD"
+    bot_id INTEGER NOT NULL REFERENCES bots(id),
+    rank INTEGER NOT NULL,          -- 1-based APS rank among the active bots, ties broken by name
+    aps REAL,
+    battles INTEGER NOT NULL,
+    elo REAL,
+    glicko REAL,
+    glicko2 REAL,
+    rank_points REAL,
+    xonstat REAL,
+    PRIMARY KEY (rumble_id, bot_id, day)
+) WITHOUT ROWID;
+CREATE INDEX rank_history_by_day ON rank_history (rumble_id, day);
