@@ -63,12 +63,9 @@ def rankings():
     db = get_db()
     rid = rumble_store.rumble_id(db, game)
     try:
-        rows = [_with_provisional(row) for row in tables.ranking_rows(db, rid, order)]
+        rows, state, banner = ranking_table(db, rid, order)
     except KeyError:
         abort(400, description=f"Cannot sort by {order!r}; use one of {', '.join(tables.RANKING_ORDER)} (with - for descending).")
-    for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):
-        row["rank_range"], row["tied"] = [best, worst], best != worst
-    state, banner = ties.stability([r["pairings"] for r in rows], tables.unrated_since_last_event(db, rid))
     limit, page = _positive("limit", len(rows) or 1), _positive("page", 1)
     total = len(rows)
     rows = rows[(page - 1) * limit : page * limit]
@@ -79,6 +76,16 @@ def rankings():
                            batch_titles=BATCH_TITLES, batch_run=latest[0] if latest else None,
                            provisional_rd=PROVISIONAL_RD, state=state, banner=banner,
                            page=page, limit=limit, pages=max(1, -(-total // limit)), total=total)  # fmt: skip
+
+
+def ranking_table(db, rid: int, order: str) -> tuple[list[dict], str, str]:
+    """The rankings rows in ``order`` with provisional marks and statistical ties, and the stability
+    banner (state, text): what /Rankings and /api/v1 show. KeyError for an unknown order."""
+    rows = [_with_provisional(row) for row in tables.ranking_rows(db, rid, order)]
+    for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):
+        row["rank_range"], row["tied"] = [best, worst], best != worst
+    state, banner = ties.stability([r["pairings"] for r in rows], tables.unrated_since_last_event(db, rid))
+    return rows, state, banner
 
 
 @bp.get("/AlternativeRankings")
@@ -115,17 +122,7 @@ def rumble_stats():
     game = request.args.get("game")
     if game is not None and game not in current_app.extensions["rumble.rumbles"]:
         abort(404, description=f"There is no rumble called {game!r}.")
-    db = get_db()
-    rid = rumble_store.rumble_id(db, game) if game else None
-    since = format_time(datetime.now(timezone.utc) - timedelta(days=STATS_DAYS))
-    page = {
-        "game": game,
-        "days": STATS_DAYS,
-        "rumbles": [r for r in rumble_store.rumble_rows(db) if game is None or r["name"] == game],
-        "uploaders": stats.uploaders(db, rid, since),
-        "uploads_per_day": stats.uploads_per_day(db, rid, since),
-        "lacking_pairings": stats.lacking_pairings(db, rid) if rid is not None else [],
-    }
+    page = stats_page(get_db(), game)
     if request.args.get("api") == "1":
         return jsonify(page)
     return render_template("rumble_stats.html", **page)
@@ -135,6 +132,20 @@ def rumble_stats():
 def favicon():
     """The icon, for browsers that ask for it without a page (an image opened on its own)."""
     return current_app.send_static_file("favicon.svg")
+
+
+def stats_page(db, game: str | None) -> dict:
+    """What /RumbleStats and /api/v1's stats show, for one rumble or (``game`` None) all of them."""
+    rid = rumble_store.rumble_id(db, game) if game else None
+    since = format_time(datetime.now(timezone.utc) - timedelta(days=STATS_DAYS))
+    return {
+        "game": game,
+        "days": STATS_DAYS,
+        "rumbles": [r for r in rumble_store.rumble_rows(db) if game is None or r["name"] == game],
+        "uploaders": stats.uploaders(db, rid, since),
+        "uploads_per_day": stats.uploads_per_day(db, rid, since),
+        "lacking_pairings": stats.lacking_pairings(db, rid) if rid is not None else [],
+    }
 
 
 @bp.get("/ScoreExplanation")

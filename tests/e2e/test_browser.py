@@ -43,6 +43,7 @@ PAGES = [
     "/RumbleStats",
     "/RumbleStats?game=roborumble",
     "/ScoreExplanation",
+    "/api/v1/",
 ]
 
 
