@@ -19,6 +19,7 @@ from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fie
 from rumble.store import bots, tables
 from rumble.store.rumbles import rumble_id
 from rumble.web import get_db
+from rumble.web.upload_stats import recorded
 
 bp = Blueprint("client", __name__)
 _rng = random.Random()
@@ -33,6 +34,7 @@ def _settings() -> dict:
 
 
 @bp.route("/UploadedResults", methods=["POST"])
+@recorded  # outcome and server time for /RumbleStats
 def uploaded_results() -> Response:
     """One pair result: parse, check, store in one transaction, answer with counts and priority."""
     settings = _settings()

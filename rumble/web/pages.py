@@ -11,7 +11,7 @@ from rumble.rankings import ties
 from rumble.ratings.online import PROVISIONAL_RD, provisional
 from rumble.store import batch as batch_store
 from rumble.store import rumbles as rumble_store
-from rumble.store import format_time, stats, tables
+from rumble.store import format_time, stats, tables, upload_stats
 from rumble.web import bots, get_db, plots
 
 bp = Blueprint("pages", __name__)
@@ -145,6 +145,8 @@ def stats_page(db, game: str | None) -> dict:
         "uploaders": stats.uploaders(db, rid, since),
         "uploads_per_day": stats.uploads_per_day(db, rid, since),
         "lacking_pairings": stats.lacking_pairings(db, rid) if rid is not None else [],
+        "uploads": upload_stats.per_day(db, game, since[:10]),
+        "upload_errors": upload_stats.latest_errors(db) if game is None else [],
     }
 
 

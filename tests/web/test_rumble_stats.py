@@ -35,3 +35,29 @@ def test_bots_lacking_pairings_are_listed(client, upload):
 
 def test_unknown_rumble_is_404(client):
     assert client.get("/RumbleStats?game=nosuch").status_code == 404
+
+
+def test_upload_outcomes_and_server_time_are_counted_per_day(app, client, upload):
+    """Two accepted, one repeat, one refusal: counted by outcome once the worker's counts are saved."""
+    from rumble import store
+    from rumble.web.upload_stats import counts_for
+
+    first = battle("alpha.Alpha 1.0", "beta.Beta 1.0")
+    assert "received" in upload(first)
+    assert "already received" in upload(first)
+    assert "received" in upload(battle("alpha.Alpha 1.0", "gamma.Gamma 1.0"))
+    assert "ERROR" in upload(b"game=roborumble&version=1")
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    try:
+        assert counts_for(app.config["RUMBLE"]["DB"]).flush(db, force=True)
+    finally:
+        db.close()
+    (day,) = client.get("/RumbleStats?api=1").json["uploads"]
+    assert (day["accepted"], day["duplicate"], day["refused"], day["error"]) == (2, 1, 1, 0)
+    assert 0 < day["mean_ms"] <= day["max_ms"] < 10_000
+    (error,) = client.get("/RumbleStats?api=1").json["upload_errors"]
+    assert error["outcome"] == "refused" and error["reason"]
+    (mine,) = client.get("/RumbleStats?game=roborumble&api=1").json["uploads"]
+    assert (mine["accepted"], mine["duplicate"], mine["refused"]) == (2, 1, 0)
+    page = client.get("/RumbleStats").get_data(as_text=True)
+    assert "Uploads and server time per day" in page and error["reason"] in page

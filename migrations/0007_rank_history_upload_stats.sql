@@ -22,3 +22,26 @@ CREATE TABLE rank_history (
     PRIMARY KEY (rumble_id, bot_id, day)
 ) WITHOUT ROWID;
 CREATE INDEX rank_history_by_day ON rank_history (rumble_id, day);
+
+-- Upload outcomes and server time per UTC day and rumble, for /RumbleStats (rumble/web/upload_stats.py).
+-- Each worker counts in memory and adds its counts here in one small transaction every half minute,
+-- so an upload pays no extra write: a worker that dies loses at most its last half minute of counts.
+-- outcome: accepted, duplicate, refused (answered "OK. ERROR: ..."), error (a server fault, a 500).
+-- game is '' where the upload was refused before its game was known.
+CREATE TABLE upload_stats (
+    day TEXT NOT NULL,                  -- UTC, "YYYY-MM-DD"
+    game TEXT NOT NULL,
+    outcome TEXT NOT NULL CHECK (outcome IN ('accepted', 'duplicate', 'refused', 'error')),
+    uploads INTEGER NOT NULL,
+    total_ms REAL NOT NULL,             -- server time from the request to the answer, summed
+    max_ms REAL NOT NULL,
+    PRIMARY KEY (day, game, outcome)
+) WITHOUT ROWID;
+
+-- The latest refusals and faults with their reasons (the newest ERROR_ROWS are kept).
+CREATE TABLE upload_errors (
+    id INTEGER PRIMARY KEY,
+    at TEXT NOT NULL,                   -- UTC, "YYYY-MM-DD HH:MM:SS.mmm"
+    outcome TEXT NOT NULL,
+    reason TEXT NOT NULL
+);
