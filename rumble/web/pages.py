@@ -46,12 +46,37 @@ BATCH_TITLES = {
 }
 
 
+KINDS = {"1v1": "One on one", "melee": "Melee", "teams": "Teams"}  # the home page's groups, in this order
+
+
 @bp.get("/")
 def home():
     rows = rumble_store.rumble_rows(get_db())
     if request.args.get("api") == "1":
         return jsonify(rows)
-    return render_template("home.html", rumbles=rows)
+    return render_template("home.html", groups=group_rumbles(rows, datetime.now(timezone.utc)), kinds=KINDS)
+
+
+def group_rumbles(rows: list[dict], now: datetime) -> dict[str, dict[str, list[dict]]]:
+    """kind (1v1, melee, teams) -> family -> its rumbles (the general division first, as rumble_rows
+    sorts them), each with ``age``: how long ago its last battle came, in words."""
+    groups: dict[str, dict[str, list[dict]]] = {kind: {} for kind in KINDS}
+    for row in rows:
+        kind = "melee" if row["melee"] else "teams" if row["teams"] else "1v1"
+        groups[kind].setdefault(row["family"], []).append({**row, "age": age(row["last_battle"], now)})
+    return {kind: families for kind, families in groups.items() if families}
+
+
+def age(moment: str | None, now: datetime) -> str:
+    """'never', 'just now', or how long before ``now`` the store time ``moment`` was, in the largest whole unit."""
+    if not moment:
+        return "never"
+    seconds = (now - datetime.strptime(moment[:19], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)).total_seconds()
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n > 1 else ''} ago"
+    return "just now"
 
 
 @bp.get("/Rankings")
