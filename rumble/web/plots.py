@@ -100,8 +100,19 @@ def history_plot() -> Response:
                 ratings.plot(days, [float("nan") if v is None else v for v in values], marker=marker, label=label)
         ratings.set_ylabel("rating")
         ratings.legend(loc="best", fontsize=8)
-        figure.autofmt_xdate()
+        _date_axis(ratings, days)
         return _svg(figure)
+
+
+def _date_axis(axes, days: list[date]) -> None:
+    """Short date labels; a week around a lone day instead of matplotlib's years."""
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+
+    locator = AutoDateLocator(maxticks=8)
+    axes.xaxis.set_major_locator(locator)
+    axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+    if days[0] == days[-1]:
+        axes.set_xlim(days[0] - timedelta(days=3), days[0] + timedelta(days=3))
 
 
 def uploads_plot() -> Response:
@@ -120,7 +131,7 @@ def uploads_plot() -> Response:
         figure, (axes,) = _figure(height=3.0)
         axes.bar(days, [rows.get(d.isoformat(), 0) for d in days], color="#2f5d8a", width=0.8)
         axes.set_ylabel("battles uploaded")
-        figure.autofmt_xdate()
+        _date_axis(axes, days)
         return _svg(figure)
 
 
