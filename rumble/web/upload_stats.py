@@ -8,6 +8,7 @@ protocol's own words, rumble.protocol.replies), so the upload path itself is unc
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import threading
 import time
@@ -17,6 +18,7 @@ from datetime import datetime, timezone
 from rumble import store
 from rumble.store import upload_stats
 
+log = logging.getLogger(__name__)
 FLUSH_SECONDS = 30.0
 MAX_ERRORS = 50  # reasons kept in memory between flushes
 _GAME = re.compile(r"(?:received for (\S+)|for (\S+) was already received)")
@@ -72,6 +74,14 @@ def outcome(text: str) -> tuple[str, str, str]:
     return ("duplicate" if "already received" in text else "accepted"), game, ""
 
 
+def _flush_quietly(counts: Counts, db: store.Store) -> None:
+    """Flush after the answer: a failure (the database busy past its timeout) loses these counts, never an upload."""
+    try:
+        counts.flush(db)
+    except Exception:
+        log.exception("could not save the upload counts")
+
+
 def recorded(view):
     """Wrap the upload view: time it, count its outcome, flush when due once the answer is sent."""
 
@@ -91,7 +101,7 @@ def recorded(view):
         kind, game, reason = outcome(response.get_data(as_text=True))
         counts.record(kind, game, reason, (time.perf_counter() - started) * 1000)
         db = get_db()
-        response.call_on_close(lambda: counts.flush(db))
+        response.call_on_close(lambda: _flush_quietly(counts, db))
         return response
 
     return wrapper
