@@ -50,6 +50,13 @@ def test_the_reference_page_documents_every_api_route(app, client):
         assert f"<code>{escaped}</code>" in page, rule
 
 
+def test_the_reference_page_documents_no_route_that_does_not_exist(app):
+    from rumble.web.api import ENDPOINTS
+
+    rules = {rule.rule for rule in app.url_map.iter_rules()}
+    assert [e["rule"] for e in ENDPOINTS if e["rule"] not in rules] == []
+
+
 def test_rumbles_lists_every_configured_rumble_with_its_counts(app, client, rumble):
     rows = {r["name"]: r for r in _json(client, "/api/v1/rumbles")["rumbles"]}
     assert set(rows) == set(app.extensions["rumble.rumbles"])

@@ -61,3 +61,13 @@ def test_upload_outcomes_and_server_time_are_counted_per_day(app, client, upload
     assert (mine["accepted"], mine["duplicate"], mine["refused"]) == (2, 1, 0)
     page = client.get("/RumbleStats").get_data(as_text=True)
     assert "Uploads and server time per day" in page and error["reason"] in page
+
+
+def test_an_answers_outcome_is_read_from_the_protocols_own_words():
+    from rumble.protocol import replies
+    from rumble.web.upload_stats import outcome
+
+    a, b = "alpha.Alpha 1.0", "beta.Beta 1.0"
+    assert outcome(replies.accepted(a, b, "minirumble", (3, 4), "[alpha.Alpha_1.0,beta.Beta_1.0]")) == ("accepted", "minirumble", "")
+    assert outcome(replies.duplicate(a, b, "roborumble", (3, 4))) == ("duplicate", "roborumble", "")
+    assert outcome(replies.refused("unknown game 'x'")) == ("refused", "", "unknown game 'x'")
