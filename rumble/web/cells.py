@@ -18,24 +18,48 @@ def _fmt(fmt: str, value: float | None, missing: str = "") -> str:
     return missing if value is None else fmt % value
 
 
-def _with_deviation(value: float | None, deviation: float | None, mark: str) -> str:
-    return "" if value is None else f"{value:.1f} ± {2 * deviation:.1f}{mark}"
+def _rated(fmt: str, key: str):
+    """A rating cell: ``fmt`` of the value, marked ``?`` while provisional."""
+    return lambda row, mark: "" if row[key] is None else (fmt % row[key]) + mark
 
 
-def ranking_cells(row: dict, batch_keys) -> Markup:
-    """The cells of a rankings row after the competitor's name, in the order of the page's titles
-    (pages.COLUMN_TITLES, then pages.BATCH_TITLES); a provisional rating is marked ``?``."""
+def _deviation(key: str):
+    """A rating with its 2RD interval, marked ``?`` while provisional."""
+    return lambda row, mark: "" if row[key] is None else f"{row[key]:.1f} ± {2 * row[key + '_rd']:.1f}{mark}"
+
+
+# How each rankings column (pages.COLUMN_TITLES) is written; a column not listed here is written by
+# ``_plain`` (two decimals for a number), so a new column shows even before it gets a format.
+RANKING_FORMATS = {
+    "aps_ci": lambda row, mark: _fmt("±%.2f", row["aps_ci"], "n/a"),
+    "pl": lambda row, mark: _fmt("%d", row["pl"]),
+    "elo": _rated("%.1f", "elo"),
+    "glicko": _deviation("glicko"),
+    "glicko2": _deviation("glicko2"),
+    "rank_points": _rated("%.0f", "rank_points"),
+    "xonstat": _rated("%.1f", "xonstat"),
+    "pairings": lambda row, mark: _fmt("%d", row["pairings"]),
+    "battles": lambda row, mark: _fmt("%d", row["battles"]),
+}
+
+
+def _plain(value) -> str:
+    if value is None:
+        return ""
+    return f"{value:.2f}" if isinstance(value, float) else str(escape(value))
+
+
+def ranking_cells(row: dict, keys, batch_keys) -> Markup:
+    """The cells of a rankings row after the competitor's name: one per column of ``keys`` (the
+    page's COLUMN_TITLES; ``last_battle`` as text), then the batch ranks with their scores."""
     mark = "?" if row["provisional"] else ""
-    cells = [
-        _fmt("%.2f", row["aps"]), _fmt("±%.2f", row["aps_ci"], "n/a"), _fmt("%.2f", row["pwin"]),
-        _fmt("%d", row["pl"]), _fmt("%.2f", row["survival"]),
-        _fmt("%.1f", row["elo"]) + (mark if row["elo"] is not None else ""),
-        _with_deviation(row["glicko"], row["glicko_rd"], mark), _with_deviation(row["glicko2"], row["glicko2_rd"], mark),
-        _fmt("%.0f", row["rank_points"]) + (mark if row["rank_points"] is not None else ""),
-        _fmt("%.1f", row["xonstat"]) + (mark if row["xonstat"] is not None else ""),
-        _fmt("%d", row["pairings"]), _fmt("%d", row["battles"]),
-    ]  # fmt: skip
-    html = "".join(_NUM.format(cell) for cell in cells) + f"<td>{escape(row['last_battle'] or '')}</td>"
+    html = ""
+    for key in keys:
+        if key == "last_battle":
+            html += f"<td>{escape(row['last_battle'] or '')}</td>"
+        else:
+            write = RANKING_FORMATS.get(key)
+            html += _NUM.format(write(row, mark) if write else _plain(row.get(key)))
     for key in batch_keys:
         rank, score = row[f"{key}_rank"], row[f"{key}_score"]
         small = "" if score is None else f" <small>({score:.1f})</small>"

@@ -54,3 +54,4 @@ def test_age_in_words():
     assert age("2026-05-03 11:58:59.000", now) == "1 minute ago"
     assert age("2026-05-03 09:00:00.000", now) == "3 hours ago"
     assert age("2026-04-30 12:00:00.000", now) == "3 days ago"
+
