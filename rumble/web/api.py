@@ -21,7 +21,7 @@ from flask import Blueprint, Response, current_app, jsonify, render_template, re
 from rumble.store import batch as batch_store
 from rumble.store import details, export, history, read
 from rumble.store import rumbles as rumble_store
-from rumble.store.tables import RANKING_ORDER
+from rumble.store.tables import RANKING_COLUMNS, RANKING_ORDER
 from rumble.web import get_db
 from rumble.web.bots import NotFound, _found, _rumble
 
@@ -208,8 +208,7 @@ def _ranking_export(rid: int) -> tuple[list[str], Iterable[tuple]]:
     rows, _, _ = ranking_table(get_db(), rid, "-aps")
     for row in rows:
         row["rank_best"], row["rank_worst"] = row.pop("rank_range")
-    columns = ["rank", "rank_best", "rank_worst", "tied", "provisional"]
-    columns += [key for key in (rows[0] if rows else {}) if key not in columns]
+    columns = ["rank", "rank_best", "rank_worst", "tied", "provisional", *RANKING_COLUMNS]
     return columns, ([row.get(c) for c in columns] for row in rows)
 
 
