@@ -122,3 +122,21 @@ def test_a_bot_named_with_a_script_element_shows_as_text(site, browser):
         assert browser.driver.execute_script("return window.rumbleXss === undefined;"), path
         assert browser.driver.find_elements("tag name", "script") == [], path
         assert EVIL in browser.driver.find_element("tag name", "body").text, path
+
+
+def test_the_exports_stream_whole_through_gunicorn(site, tmp_path):
+    """Not the browser: the bulk exports as a script downloads them from the real server."""
+    import csv
+    import io
+
+    battles = list(csv.DictReader(io.StringIO(site.get("/api/v1/rumbles/roborumble/export/battles.csv").text)))
+    assert len(battles) == 250 and {row["uploader"] for row in battles} == {"demo"}
+    response = site.get("/api/v1/rumbles/roborumble/export/rumble.sqlite")
+    assert response.status_code == 200
+    (tmp_path / "copy.sqlite").write_bytes(response.content)
+    copy = sqlite3.connect(tmp_path / "copy.sqlite")
+    try:
+        assert copy.execute("SELECT count(*) FROM battles").fetchone() == (250,)
+        assert copy.execute("SELECT count(*) FROM bots WHERE full_name = ?", (EVIL,)).fetchone() == (1,)
+    finally:
+        copy.close()
