@@ -3,7 +3,7 @@ JavaScript, need no CDN, and each page shows the same figures as a table next to
 
 - ``/BotDetails/scores.svg``: each pairing's APS against the opponent's APS;
 - ``/BotDetails/history.svg``: the bot's APS, rank and ratings from the daily snapshot (rank_history);
-- ``/RumbleStats/uploads.svg``: battles uploaded per day.
+- ``/RumbleStats/uploads.svg``: battles uploaded per day, refusals, and the server time per upload.
 
 Each is built from the same store call as its page (rumble.store.details, history, stats).
 matplotlib is imported on the first plot only, so that workers that never draw do not pay for it.
@@ -16,7 +16,7 @@ from datetime import date, datetime, timedelta, timezone
 
 from flask import Response, request
 
-from rumble.store import details, format_time, history, read, stats
+from rumble.store import details, format_time, history, read, stats, upload_stats
 from rumble.web import get_db
 from rumble.web.bots import _found, _rumble
 
@@ -116,22 +116,35 @@ def _date_axis(axes, days: list[date]) -> None:
 
 
 def uploads_plot() -> Response:
-    """Battles received per UTC day over the /RumbleStats window (days without any shown as 0)."""
+    """Battles received per UTC day over the /RumbleStats window (days without any shown as 0) and,
+    once the upload counts have days, the refused uploads and the mean and longest server time."""
     from rumble.web.pages import STATS_DAYS
 
     game = request.args.get("game") or None
     db = get_db()
     rid = _rumble(game) if game else None
     now = datetime.now(timezone.utc)
-    rows = {r["day"]: r["battles"] for r in stats.uploads_per_day(db, rid, format_time(now - timedelta(days=STATS_DAYS)))}
+    since = format_time(now - timedelta(days=STATS_DAYS))
+    rows = {r["day"]: r["battles"] for r in stats.uploads_per_day(db, rid, since)}
+    counted = {r["day"]: r for r in upload_stats.per_day(db, game, since[:10])}
     days = [(now - timedelta(days=n)).date() for n in range(STATS_DAYS, -1, -1)]
     import matplotlib
 
     with matplotlib.rc_context(_RC):
-        figure, (axes,) = _figure(height=3.0)
-        axes.bar(days, [rows.get(d.isoformat(), 0) for d in days], color="#2f5d8a", width=0.8)
-        axes.set_ylabel("battles uploaded")
-        _date_axis(axes, days)
+        figure, axes = _figure(2 if counted else 1, height=4.8 if counted else 3.0)
+        axes[0].bar(days, [rows.get(d.isoformat(), 0) for d in days], color="#2f5d8a", width=0.8, label="battles stored")
+        axes[0].set_ylabel("battles uploaded")
+        if counted:
+            refused = [counted[d.isoformat()]["refused"] if d.isoformat() in counted else 0 for d in days]
+            axes[0].bar(days, refused, color="#c0504d", width=0.4, label="uploads refused")
+            axes[0].legend(loc="upper left", fontsize=8)
+            timed = [d for d in days if d.isoformat() in counted and counted[d.isoformat()]["mean_ms"] is not None]
+            axes[1].plot(timed, [counted[d.isoformat()]["mean_ms"] for d in timed], marker="o", label="mean")
+            axes[1].plot(timed, [counted[d.isoformat()]["max_ms"] for d in timed], marker="v", linestyle=":", label="longest")
+            axes[1].set_ylabel("server time per upload (ms)")
+            axes[1].set_yscale("log")
+            axes[1].legend(loc="upper left", fontsize=8)
+        _date_axis(axes[-1], days)
         return _svg(figure)
 
 

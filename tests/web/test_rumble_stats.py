@@ -71,3 +71,21 @@ def test_an_answers_outcome_is_read_from_the_protocols_own_words():
     assert outcome(replies.accepted(a, b, "minirumble", (3, 4), "[alpha.Alpha_1.0,beta.Beta_1.0]")) == ("accepted", "minirumble", "")
     assert outcome(replies.duplicate(a, b, "roborumble", (3, 4))) == ("duplicate", "roborumble", "")
     assert outcome(replies.refused("unknown game 'x'")) == ("refused", "", "unknown game 'x'")
+
+
+def test_the_uploads_chart_adds_refusals_and_server_time_once_counted(app, client, upload):
+    from rumble import store
+    from rumble.web.upload_stats import counts_for
+
+    assert "server time per upload" not in client.get("/RumbleStats/uploads.svg").get_data(as_text=True)
+    upload(battle("alpha.Alpha 1.0", "beta.Beta 1.0"))
+    upload(b"game=roborumble&version=1")
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    try:
+        counts_for(app.config["RUMBLE"]["DB"]).flush(db, force=True)
+    finally:
+        db.close()
+    chart = client.get("/RumbleStats/uploads.svg")
+    assert chart.mimetype == "image/svg+xml"
+    text = chart.get_data(as_text=True)
+    assert "server time per upload" in text and "uploads refused" in text
