@@ -27,10 +27,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["rumble.rumbles"] = rumbles
     prepare_database(values, rumbles)
 
-    from rumble.web import admin, client, pages
+    from rumble.web import admin, api, client, pages
 
     app.register_blueprint(client.bp)
     app.register_blueprint(pages.bp)
+    app.register_blueprint(api.bp)
     admin.init_app(app)
     app.register_blueprint(admin.bp)
     return app

@@ -300,11 +300,12 @@ def _rank_file(path: Path, methods: tuple[str, ...], progress):
 @db_option
 def batch(db: str | None) -> None:
     """Run the batch rankings once for every rumble whose log changed since its last run (as the schedule does)."""
-    from rumble.jobs import COMMAND_LINE, run_stale
+    from rumble.jobs import COMMAND_LINE, run_stale, take_daily_snapshot
 
     _log_to_stderr(logging.WARNING)  # a rumble that fails is logged and skipped
     conn = _open(_settings(db))
     try:
+        take_daily_snapshot(conn)
         reports = run_stale(conn, COMMAND_LINE)
     finally:
         conn.close()

@@ -137,9 +137,21 @@ def scheduled_run(settings: dict[str, Any]) -> list[Report]:
     """The scheduled job: ``run_stale`` on its own connection to the settings' database."""
     db = store.connect(settings["DB"], settings["SYNCHRONOUS"], migrate=False)
     try:
+        take_daily_snapshot(db)
         return run_stale(db, SCHEDULED)
     finally:
         db.close()
+
+
+def take_daily_snapshot(db: store.Store) -> int:
+    """Today's ranks of every rumble into rank_history, once a day (rumble.store.history); rows added."""
+    from rumble.store.history import snapshot_day
+
+    with store.write(db):
+        added = snapshot_day(db)
+    if added:
+        log.info("daily rank snapshot: %d rows", added)
+    return added
 
 
 def try_lead(lock_path: str) -> IO | None:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the tests need, then runs them: `bash scripts/test.sh [pytest args]`.
 #
-# - Debian packages: robocode (the real RoboRumble client the end-to-end tests drive), when missing.
+# - Debian packages: robocode (the real RoboRumble client the end-to-end tests drive), chromium and
+#   chromium-driver (the browser tests drive Debian's Chromium through Selenium), when missing.
 #   Needs root (or sudo); without them those tests are skipped, except under CI where they must run.
 # - Python packages: rumble and its test extra, into ./.venv (created if missing).
 set -euo pipefail
@@ -9,6 +10,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 apt_packages=()
 [ -e /usr/share/java/roborumble.jar ] || apt_packages+=(robocode)
+[ -x /usr/bin/chromium ] || apt_packages+=(chromium)  # the browser tests (tests/e2e/test_browser.py)
+[ -x /usr/bin/chromedriver ] || apt_packages+=(chromium-driver)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then sudo_cmd=() ; elif command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo) ; else sudo_cmd=(none); fi
   if [ "${sudo_cmd[*]-}" = none ]; then

@@ -93,7 +93,29 @@ def bot_details(db: Store, rumble_id: int, name: str, order: str = "name") -> di
         summary = _summary(db, rumble_id, bot["id"])
         elo = summary["ratings"]["elo"] if summary["ratings"] else None
         pairings = figures.sort_rows(_pairings(db, rumble_id, bot["id"], elo), order, PAIRING_ORDER)
-    return {"bot": {"name": bot["name"], "active": bot["active"]}, "summary": summary, "pairings": pairings}
+        versions = other_versions(db, rumble_id, bot["id"])
+    return {"bot": {"name": bot["name"], "active": bot["active"]}, "summary": summary, "pairings": pairings, "versions": versions}
+
+
+VERSION_COLUMNS = ("name", "active", "rank", "aps", "pairings", "battles", "elo", "glicko2", "last_battle")
+
+
+def other_versions(db: Store, rumble_id: int, bot: int) -> list[dict]:
+    """The rumble's other bots of the same package and class (other versions), newest first, with
+    their APS rank among the active bots (None for a retired one)."""
+    rows = db.execute(
+        "SELECT o.full_name, p.active, CASE WHEN p.active AND s.aps IS NOT NULL THEN 1 + ("
+        "  SELECT count(*) FROM bot_summaries t JOIN participants q ON q.rumble_id = t.rumble_id AND q.bot_id = t.bot_id "
+        "  WHERE t.rumble_id = s.rumble_id AND q.active = 1 AND t.aps > s.aps) END, "
+        "s.aps, s.pairings, s.battles, g.elo, g.glicko2, substr(s.last_battle, 1, 19) "
+        "FROM bots me JOIN bots o ON o.package = me.package AND o.class_name = me.class_name AND o.id != me.id "
+        "JOIN participants p ON p.rumble_id = ? AND p.bot_id = o.id "
+        "LEFT JOIN bot_summaries s ON s.rumble_id = p.rumble_id AND s.bot_id = o.id "
+        "LEFT JOIN ratings g ON g.rumble_id = p.rumble_id AND g.bot_id = o.id "
+        "WHERE me.id = ? ORDER BY o.created_at DESC, o.id DESC",
+        (rumble_id, bot),
+    ).fetchall()
+    return [{**dict(zip(VERSION_COLUMNS, row)), "active": bool(row[1])} for row in rows]
 
 
 BATTLE_COLUMNS = ("id", "received_at", "client_time", "a_first", "a_score", "b_score", "a_bullet_damage",

@@ -29,16 +29,59 @@ def rumble_id(db: Store, name: str) -> int | None:
 
 
 def rumble_rows(db: Store) -> list[dict]:
-    """Every rumble with its participant and battle counts and the time of its last battle."""
+    """Every rumble with its participant and battle counts and the time of its last battle.
+
+    Fast at any log size: the last battle is the one with the highest id (receive times never go
+    backwards along the log), and the battle counts come from ``battle_counts``.
+    """
     rows = db.execute(
         "SELECT r.id, r.name, r.rounds, r.field, r.melee, r.teams, r.division, r.family, "
         "(SELECT count(*) FROM participants p WHERE p.rumble_id = r.id AND p.active) AS participants, "
-        "(SELECT count(*) FROM battles b WHERE b.rumble_id = r.id AND b.state = 'ok') AS battles, "
-        "(SELECT max(received_at) FROM battles b WHERE b.rumble_id = r.id) AS last_battle "
+        "(SELECT received_at FROM battles b WHERE b.id = (SELECT max(id) FROM battles WHERE rumble_id = r.id)) AS last_battle "
         "FROM rumbles r ORDER BY r.family, r.division = 'general' DESC, r.name"
     ).fetchall()
-    keys = ("id", "name", "rounds", "field", "melee", "teams", "division", "family", "participants", "battles", "last_battle")
-    return [dict(zip(keys, row)) for row in rows]
+    counts = battle_counts(db)
+    keys = ("id", "name", "rounds", "field", "melee", "teams", "division", "family", "participants", "last_battle")
+    out = []
+    for row in rows:
+        rumble = dict(zip(keys, row))
+        out.append({**rumble, "battles": counts.get(rumble["id"], 0)})
+    return out
+
+
+def battle_counts(db: Store) -> dict[int, int]:
+    """Each rumble's battles in state 'ok', counted once per connection and then only from the
+    battles added since (an index lookup), as long as the rumble's generation is unchanged.
+
+    A change of an old battle's state (flagging, removing) must come with a generation bump (a
+    rebuild): that is what makes the derived tables follow it too, and here it forces a recount.
+    """
+    epoch = db.execute("PRAGMA user_version").fetchone()[0]  # bumped by a restore (rumble.store.backup)
+    cache: dict[int, tuple[int, int, int]] = db._cache.setdefault("battle_counts", {})  # id -> (last id, generation, count)
+    if db._cache.get("battle_counts_epoch") != epoch:
+        cache.clear()
+        db._cache["battle_counts_epoch"] = epoch
+    counts = {}
+    for rid, generation, last in db.execute(
+        "SELECT r.id, r.generation, (SELECT coalesce(max(id), 0) FROM battles WHERE rumble_id = r.id) FROM rumbles r"
+    ).fetchall():
+        seen = cache.get(rid)
+        if seen is not None and seen[1] == generation and seen[0] <= last:
+            count = seen[2] + _count_ok(db, rid, seen[0], last)
+        else:
+            count = _count_ok(db, rid, 0, last)
+        cache[rid] = (last, generation, count)
+        counts[rid] = count
+    return counts
+
+
+def _count_ok(db: Store, rumble_id: int, after_id: int, up_to_id: int) -> int:
+    """The rumble's 'ok' battles with ids in (after_id, up_to_id]: the bound keeps a battle added meanwhile out."""
+    if up_to_id <= after_id:
+        return 0
+    return db.execute(
+        "SELECT count(*) FROM battles WHERE rumble_id = ? AND id > ? AND id <= ? AND state = 'ok'", (rumble_id, after_id, up_to_id)
+    ).fetchone()[0]
 
 
 def rumbles_with_participants(db: Store) -> list[int]:

@@ -1,7 +1,9 @@
 """The queries behind /RumbleStats: who uploads, how much, when, and which bots lack pairings.
 
 They read the whole log (no index serves them), so the page costs a scan: fine for a page that
-people open now and then; the hourly batch would be the place to cache it if it ever is not.
+people open now and then; the hourly batch would be the place to cache it if it ever is not. The
+``+rumble_id`` keeps SQLite off the battles_by_rumble index: a plain scan of the table is about three
+times faster than an index walk with a row lookup per battle (958 -> ~330 ms at 719,400 battles).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from rumble.store import Store
 
 def uploaders(db: Store, rumble_id: int | None, since: str) -> list[dict]:
     """Per uploader: battles in all, battles since ``since`` and the last upload, most active first."""
-    where, params = ("WHERE rumble_id = ?", [rumble_id]) if rumble_id is not None else ("", [])
+    where, params = ("WHERE +rumble_id = ?", [rumble_id]) if rumble_id is not None else ("", [])
     rows = db.execute(
         f"SELECT uploader, count(*), sum(received_at >= ?), max(received_at) FROM battles {where} "
         "GROUP BY uploader ORDER BY 3 DESC, 2 DESC, uploader",
@@ -22,7 +24,7 @@ def uploaders(db: Store, rumble_id: int | None, since: str) -> list[dict]:
 
 def uploads_per_day(db: Store, rumble_id: int | None, since: str) -> list[dict]:
     """Battles received per UTC day since ``since``, oldest first."""
-    extra, params = (" AND rumble_id = ?", [rumble_id]) if rumble_id is not None else ("", [])
+    extra, params = (" AND +rumble_id = ?", [rumble_id]) if rumble_id is not None else ("", [])
     rows = db.execute(
         f"SELECT substr(received_at, 1, 10), count(*) FROM battles WHERE received_at >= ?{extra} GROUP BY 1 ORDER BY 1",
         [since, *params],

@@ -10,6 +10,7 @@ from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import details
 from rumble.store import rumbles as rumble_store
 from rumble.web import get_db
+from rumble.web.cells import pairing_cells
 
 PAIRING_TITLES = {
     "aps": "APS", "aps_ci": "APS CI", "survival": "Survival", "battles": "Battles", "last_battle": "Last battle (UTC)",
@@ -67,7 +68,7 @@ def bot_details() -> Response | str:
     from rumble.web.pages import BATCH_TITLES  # pages.py imports this module to register it
 
     return render_template("bot_details.html", game=game, order=order, titles=PAIRING_TITLES, batch_titles=BATCH_TITLES,
-                           provisional_rd=PROVISIONAL_RD, **page)  # fmt: skip
+                           provisional_rd=PROVISIONAL_RD, cells=pairing_cells, **page)  # fmt: skip
 
 
 def pairing() -> Response | str:

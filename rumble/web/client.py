@@ -23,6 +23,7 @@ from rumble.store import integrity as battle_states
 from rumble.store import removals
 from rumble.store.rumbles import rumble_id
 from rumble.web import get_db
+from rumble.web.upload_stats import recorded
 
 bp = Blueprint("client", __name__)
 _rng = random.Random()
@@ -37,6 +38,7 @@ def _settings() -> dict:
 
 
 @bp.route("/UploadedResults", methods=["POST"])
+@recorded  # outcome and server time for /RumbleStats
 def uploaded_results() -> Response:
     """One pair result: parse, check, store in one transaction, answer with counts and priority."""
     settings = _settings()

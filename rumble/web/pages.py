@@ -4,6 +4,7 @@ twin), and the score explanation; the bot pages (details, pairing, compare) are 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from urllib.parse import quote_plus
 
 from flask import Blueprint, abort, current_app, jsonify, render_template, request
 
@@ -11,12 +12,13 @@ from rumble.rankings import ties
 from rumble.ratings.online import PROVISIONAL_RD, provisional
 from rumble.store import batch as batch_store
 from rumble.store import rumbles as rumble_store
-from rumble.store import format_time, stats, tables
-from rumble.web import bots, get_db
+from rumble.store import format_time, stats, tables, upload_stats
+from rumble.web import bots, cells, get_db, plots
 
 bp = Blueprint("pages", __name__)
 STATS_DAYS = 30  # the "recent" window of /RumbleStats (LiteRumble shows 31 days)
 bots.register(bp)  # /BotDetails, /Pairing, /BotCompare
+plots.register(bp)  # the SVG plots those pages and /RumbleStats show
 
 COLUMN_TITLES = {
     "aps": "APS",
@@ -45,12 +47,44 @@ BATCH_TITLES = {
 }
 
 
+@bp.app_template_filter("query_value")
+def query_value(value: str) -> str:
+    """A value for a URL's query string, as url_for writes it (a space as +): for links built in a
+    loop from one url_for prefix, which is much faster than a url_for per row."""
+    return quote_plus(value, safe="/")
+
+
+KINDS = {"1v1": "One on one", "melee": "Melee", "teams": "Teams"}  # the home page's groups, in this order
+
+
 @bp.get("/")
 def home():
     rows = rumble_store.rumble_rows(get_db())
     if request.args.get("api") == "1":
         return jsonify(rows)
-    return render_template("home.html", rumbles=rows)
+    return render_template("home.html", groups=group_rumbles(rows, datetime.now(timezone.utc)), kinds=KINDS)
+
+
+def group_rumbles(rows: list[dict], now: datetime) -> dict[str, dict[str, list[dict]]]:
+    """kind (1v1, melee, teams) -> family -> its rumbles (the general division first, as rumble_rows
+    sorts them), each with ``age``: how long ago its last battle came, in words."""
+    groups: dict[str, dict[str, list[dict]]] = {kind: {} for kind in KINDS}
+    for row in rows:
+        kind = "melee" if row["melee"] else "teams" if row["teams"] else "1v1"
+        groups[kind].setdefault(row["family"], []).append({**row, "age": age(row["last_battle"], now)})
+    return {kind: families for kind, families in groups.items() if families}
+
+
+def age(moment: str | None, now: datetime) -> str:
+    """'never', 'just now', or how long before ``now`` the store time ``moment`` was, in the largest whole unit."""
+    if not moment:
+        return "never"
+    seconds = (now - datetime.strptime(moment[:19], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)).total_seconds()
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n > 1 else ''} ago"
+    return "just now"
 
 
 @bp.get("/Rankings")
@@ -62,12 +96,9 @@ def rankings():
     db = get_db()
     rid = rumble_store.rumble_id(db, game)
     try:
-        rows = [_with_provisional(row) for row in tables.ranking_rows(db, rid, order)]
+        rows, state, banner = ranking_table(db, rid, order)
     except KeyError:
         abort(400, description=f"Cannot sort by {order!r}; use one of {', '.join(tables.RANKING_ORDER)} (with - for descending).")
-    for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):
-        row["rank_range"], row["tied"] = [best, worst], best != worst
-    state, banner = ties.stability([r["pairings"] for r in rows], tables.unrated_since_last_event(db, rid))
     limit, page = _positive("limit", len(rows) or 1), _positive("page", 1)
     total = len(rows)
     rows = rows[(page - 1) * limit : page * limit]
@@ -77,7 +108,18 @@ def rankings():
     return render_template("rankings.html", game=game, rows=rows, order=order, titles=COLUMN_TITLES,
                            batch_titles=BATCH_TITLES, batch_run=latest[0] if latest else None,
                            provisional_rd=PROVISIONAL_RD, state=state, banner=banner,
-                           page=page, limit=limit, pages=max(1, -(-total // limit)), total=total)  # fmt: skip
+                           page=page, limit=limit, pages=max(1, -(-total // limit)), total=total,
+                           cells=cells.ranking_cells)  # fmt: skip
+
+
+def ranking_table(db, rid: int, order: str) -> tuple[list[dict], str, str]:
+    """The rankings rows in ``order`` with provisional marks and statistical ties, and the stability
+    banner (state, text): what /Rankings and /api/v1 show. KeyError for an unknown order."""
+    rows = [_with_provisional(row) for row in tables.ranking_rows(db, rid, order)]
+    for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):
+        row["rank_range"], row["tied"] = [best, worst], best != worst
+    state, banner = ties.stability([r["pairings"] for r in rows], tables.unrated_since_last_event(db, rid))
+    return rows, state, banner
 
 
 @bp.get("/AlternativeRankings")
@@ -114,20 +156,32 @@ def rumble_stats():
     game = request.args.get("game")
     if game is not None and game not in current_app.extensions["rumble.rumbles"]:
         abort(404, description=f"There is no rumble called {game!r}.")
-    db = get_db()
+    page = stats_page(get_db(), game)
+    if request.args.get("api") == "1":
+        return jsonify(page)
+    return render_template("rumble_stats.html", **page)
+
+
+@bp.get("/favicon.ico")
+def favicon():
+    """The icon, for browsers that ask for it without a page (an image opened on its own)."""
+    return current_app.send_static_file("favicon.svg")
+
+
+def stats_page(db, game: str | None) -> dict:
+    """What /RumbleStats and /api/v1's stats show, for one rumble or (``game`` None) all of them."""
     rid = rumble_store.rumble_id(db, game) if game else None
     since = format_time(datetime.now(timezone.utc) - timedelta(days=STATS_DAYS))
-    page = {
+    return {
         "game": game,
         "days": STATS_DAYS,
         "rumbles": [r for r in rumble_store.rumble_rows(db) if game is None or r["name"] == game],
         "uploaders": stats.uploaders(db, rid, since),
         "uploads_per_day": stats.uploads_per_day(db, rid, since),
         "lacking_pairings": stats.lacking_pairings(db, rid) if rid is not None else [],
+        "uploads": upload_stats.per_day(db, game, since[:10]),
+        "upload_errors": upload_stats.latest_errors(db) if game is None else [],
     }
-    if request.args.get("api") == "1":
-        return jsonify(page)
-    return render_template("rumble_stats.html", **page)
 
 
 @bp.get("/ScoreExplanation")

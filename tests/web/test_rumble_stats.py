@@ -35,3 +35,57 @@ def test_bots_lacking_pairings_are_listed(client, upload):
 
 def test_unknown_rumble_is_404(client):
     assert client.get("/RumbleStats?game=nosuch").status_code == 404
+
+
+def test_upload_outcomes_and_server_time_are_counted_per_day(app, client, upload):
+    """Two accepted, one repeat, one refusal: counted by outcome once the worker's counts are saved."""
+    from rumble import store
+    from rumble.web.upload_stats import counts_for
+
+    first = battle("alpha.Alpha 1.0", "beta.Beta 1.0")
+    assert "received" in upload(first)
+    assert "already received" in upload(first)
+    assert "received" in upload(battle("alpha.Alpha 1.0", "gamma.Gamma 1.0"))
+    assert "ERROR" in upload(b"game=roborumble&version=1")
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    try:
+        assert counts_for(app.config["RUMBLE"]["DB"]).flush(db, force=True)
+    finally:
+        db.close()
+    (day,) = client.get("/RumbleStats?api=1").json["uploads"]
+    assert (day["accepted"], day["duplicate"], day["refused"], day["error"]) == (2, 1, 1, 0)
+    assert 0 < day["mean_ms"] <= day["max_ms"] < 10_000
+    (error,) = client.get("/RumbleStats?api=1").json["upload_errors"]
+    assert error["outcome"] == "refused" and error["reason"]
+    (mine,) = client.get("/RumbleStats?game=roborumble&api=1").json["uploads"]
+    assert (mine["accepted"], mine["duplicate"], mine["refused"]) == (2, 1, 0)
+    page = client.get("/RumbleStats").get_data(as_text=True)
+    assert "Uploads and server time per day" in page and error["reason"] in page
+
+
+def test_an_answers_outcome_is_read_from_the_protocols_own_words():
+    from rumble.protocol import replies
+    from rumble.web.upload_stats import outcome
+
+    a, b = "alpha.Alpha 1.0", "beta.Beta 1.0"
+    assert outcome(replies.accepted(a, b, "minirumble", (3, 4), "[alpha.Alpha_1.0,beta.Beta_1.0]")) == ("accepted", "minirumble", "")
+    assert outcome(replies.duplicate(a, b, "roborumble", (3, 4))) == ("duplicate", "roborumble", "")
+    assert outcome(replies.refused("unknown game 'x'")) == ("refused", "", "unknown game 'x'")
+
+
+def test_the_uploads_chart_adds_refusals_and_server_time_once_counted(app, client, upload):
+    from rumble import store
+    from rumble.web.upload_stats import counts_for
+
+    assert "server time per upload" not in client.get("/RumbleStats/uploads.svg").get_data(as_text=True)
+    upload(battle("alpha.Alpha 1.0", "beta.Beta 1.0"))
+    upload(b"game=roborumble&version=1")
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    try:
+        counts_for(app.config["RUMBLE"]["DB"]).flush(db, force=True)
+    finally:
+        db.close()
+    chart = client.get("/RumbleStats/uploads.svg")
+    assert chart.mimetype == "image/svg+xml"
+    text = chart.get_data(as_text=True)
+    assert "server time per upload" in text and "uploads refused" in text

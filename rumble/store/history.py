@@ -1,0 +1,47 @@
+"""The daily snapshot of every rumble's standings (migration 0007) and the reads behind the plots.
+
+``snapshot_day`` copies each active bot's current rank, APS, battles and ratings into
+rank_history under today's UTC date, once a day per rumble (seed 002: XonStat computes its ranks
+at the start of each day, per game type). The scheduled job calls it (rumble/jobs.py); it is
+history, not derived from the log, so a rebuild leaves it as it is.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from rumble.store import Store
+
+HISTORY_COLUMNS = ("day", "rank", "aps", "battles", "elo", "glicko", "glicko2", "rank_points", "xonstat")
+
+
+def today() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d")
+
+
+def snapshot_day(db: Store, day: str | None = None) -> int:
+    """Record ``day``'s (default: today's) standings of every rumble not yet recorded that day.
+
+    Runs inside the caller's write transaction; returns the rows added (0 if already taken).
+    """
+    day = day or today()
+    cursor = db.execute(
+        "INSERT OR IGNORE INTO rank_history (rumble_id, day, bot_id, rank, aps, battles, elo, glicko, glicko2, rank_points, xonstat) "
+        "SELECT s.rumble_id, ?, s.bot_id, row_number() OVER (PARTITION BY s.rumble_id ORDER BY s.aps DESC, b.full_name), "
+        "s.aps, s.battles, g.elo, g.glicko, g.glicko2, g.rank_points, g.xonstat FROM bot_summaries s "
+        "JOIN participants p ON p.rumble_id = s.rumble_id AND p.bot_id = s.bot_id AND p.active = 1 "
+        "JOIN bots b ON b.id = s.bot_id "
+        "LEFT JOIN ratings g ON g.rumble_id = s.rumble_id AND g.bot_id = s.bot_id "
+        "WHERE s.aps IS NOT NULL AND s.rumble_id NOT IN (SELECT rumble_id FROM rank_history WHERE day = ?)",
+        (day, day),
+    )
+    return cursor.rowcount
+
+
+def bot_history(db: Store, rumble_id: int, bot_id: int) -> list[dict]:
+    """The bot's daily rows in ``rumble_id``, oldest first."""
+    rows = db.execute(
+        f"SELECT {', '.join(HISTORY_COLUMNS)} FROM rank_history WHERE rumble_id = ? AND bot_id = ? ORDER BY day",
+        (rumble_id, bot_id),
+    ).fetchall()
+    return [dict(zip(HISTORY_COLUMNS, row)) for row in rows]

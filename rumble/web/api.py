@@ -1,0 +1,267 @@
+"""The JSON API under ``/api/v1/``: the pages' data with stable field names and pagination, and the
+bulk export of a rumble (CSV, JSON, and an SQLite file of its own).
+
+Each endpoint calls the same store function as its page (rumble.store.details, tables through
+``pages.ranking_table``, stats through ``pages.stats_page``), so page and API cannot disagree.
+Errors are JSON ``{"error": "..."}`` with a 4xx status. ``GET /api/v1/`` is the reference page,
+rendered from ENDPOINTS; a test checks that it documents every registered ``/api/v1`` route.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+
+from flask import Blueprint, Response, current_app, jsonify, render_template, request, send_file, stream_with_context
+
+from rumble.store import batch as batch_store
+from rumble.store import details, export, history, read
+from rumble.store import rumbles as rumble_store
+from rumble.store.tables import RANKING_COLUMNS, RANKING_ORDER
+from rumble.web import get_db
+from rumble.web.bots import NotFound, _found, _rumble
+
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
+DEFAULT_LIMIT, MAX_LIMIT = 100, 5000
+PAGINATION = {"limit": f"items per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})", "page": "the page, from 1 (default 1)"}
+PAGE_FIELDS = "total (items in all), page, limit, pages, items"
+
+# The reference page: every endpoint with its parameters and fields (tests/web/test_api.py checks
+# that every registered /api/v1 rule is here).
+ENDPOINTS = [
+    {"rule": "/api/v1/", "summary": "This reference page (HTML).", "params": {}, "fields": ""},
+    {"rule": "/api/v1/rumbles", "summary": "Every rumble with its settings, participants, battles and last battle.",
+     "params": {}, "fields": "rumbles: [{id, name, rounds, field, melee, teams, division, family, participants, battles, last_battle}]"},
+    {"rule": "/api/v1/rumbles/<game>/rankings", "summary": "The rankings table of a rumble, as /Rankings shows it.",
+     "params": {"order": f"a column ({', '.join(RANKING_ORDER)}), - for descending (default -aps)", **PAGINATION},
+     "fields": f"game, order, state (complete, incomplete or unstable), banner, {PAGE_FIELDS}: [{{rank, rank_range: [best, worst], "
+               "tied, name, aps, aps_ci, pwin, pl, survival, pairings, battles, last_battle, wins, draws, losses, elo, glicko, "
+               "glicko_rd, glicko2, glicko2_rd, glicko2_volatility, rank_points, xonstat, provisional, <method>_rank, <method>_score}]"},
+    {"rule": "/api/v1/rumbles/<game>/alternative-rankings", "summary": "Each bot's rank under APS and every batch method, from the latest runs.",
+     "params": {}, "fields": "game, methods (those with stored ranks), method_runs ({method: run id}), runs: [{id, ...}], "
+               "rows: [{name, aps_rank, aps_score, <method>_rank, <method>_score, and the disagreement marks}] in APS order"},
+    {"rule": "/api/v1/rumbles/<game>/bots/<path:name>", "summary": "A bot's summary, other versions and pairings, as /BotDetails shows them. "
+     "name is the bot's full name (its space may be _).",
+     "params": {"order": f"a pairing column ({', '.join(details.PAIRING_ORDER)}), - for descending (default name)", **PAGINATION},
+     "fields": f"game, bot: {{name, active}}, summary: {{aps, aps_ci, pwin, pl, survival, pairings, battles, last_battle, wins, draws, "
+               f"losses, ratings, batch}}, versions: [{{{', '.join(details.VERSION_COLUMNS)}}}], {PAGE_FIELDS}: [{{name, active, aps, "
+               "aps_ci, survival, battles, last_battle, expected, pbi, knnpbi, npp, opponent_aps}]"},
+    {"rule": "/api/v1/rumbles/<game>/bots/<path:name>/history", "summary": "The bot's row of each daily rank snapshot, oldest first.",
+     "params": {}, "fields": f"game, bot, items: [{{{', '.join(history.HISTORY_COLUMNS)}}}]"},
+    {"rule": "/api/v1/rumbles/<game>/pairing", "summary": "Every logged battle of two bots, newest first, from bot's side (as /Pairing).",
+     "params": {"bot": "one bot's full name", "vs": "the other's", **PAGINATION},
+     "fields": f"game, bot, vs, pairing: {{battles, aps, aps_ci, survival, last_battle}} or null, {PAGE_FIELDS}: "
+               f"[{{{', '.join(details.BATTLE_COLUMNS)}, a_percent, b_percent, a_survival, b_survival}}]"},
+    {"rule": "/api/v1/rumbles/<game>/compare", "summary": "Two bots over their common active opponents (as /BotCompare).",
+     "params": {"bota": "bot A's full name", "botb": "bot B's", "order": f"a column ({', '.join(details.COMPARE_ORDER)})", **PAGINATION},
+     "fields": f"game, bota, botb, common, a_aps, b_aps, a_survival, b_survival, diff: {{mean, low, high, confidence, method}}, verdict, "
+               f"win_probability, head_to_head, {PAGE_FIELDS}: [{{name, a_aps, b_aps, diff, a_survival, b_survival, diff_survival, "
+               "a_battles, b_battles, opponent_aps}]"},
+    {"rule": "/api/v1/stats", "summary": "Contributors, battles per day and rumble counts over every rumble (as /RumbleStats).",
+     "params": {}, "fields": "game (null), days, rumbles, uploaders: [{uploader, battles, recent, last_upload}], uploads_per_day: [{day, battles}], lacking_pairings ([])"},
+    {"rule": "/api/v1/rumbles/<game>/stats", "summary": "The same for one rumble, with the bots lacking pairings.",
+     "params": {}, "fields": "as /api/v1/stats, and lacking_pairings: [{name, missing, battles, last_battle}]"},
+    {"rule": "/api/v1/rumbles/<game>/export/<any(rankings, pairings, battles):table>.<any(csv, json):fmt>",
+     "summary": "Bulk export of a whole rumble, streamed: rankings (every active bot), pairings (every pairing, both sides) or "
+                "battles (the whole log, no network addresses), as CSV with a header row or as JSON.",
+     "params": {}, "fields": f"rankings: the columns of the rankings endpoint (rank_range as rank_best, rank_worst); pairings: "
+                             f"{', '.join(export.PAIRING_COLUMNS)}; battles: {', '.join(export.BATTLE_COLUMNS)}. JSON: "
+                             "{game, table, columns, rows: [{column: value}]}"},
+    {"rule": "/api/v1/rumbles/<game>/export/rumble.sqlite",
+     "summary": "The rumble as an SQLite file of its own, read in one snapshot: its rows of every table (battle log, pairings, "
+                "summaries, ratings, batch runs, daily ranks), with their schema and indexes. Opens as-is in Datasette or sqlite3.",
+     "params": {}, "fields": "an SQLite 3 database (application/vnd.sqlite3)"},
+]  # fmt: skip
+
+
+class ApiError(Exception):
+    """A bad request, answered as JSON with ``status``."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+@bp.errorhandler(ApiError)
+@bp.errorhandler(NotFound)
+def _error(error) -> Response:
+    response = jsonify({"error": str(error)})
+    response.status_code = error.status
+    return response
+
+
+@bp.after_request
+def _no_sniffing(response: Response) -> Response:
+    """Browsers must take JSON and CSV for what they are, never sniff them into HTML."""
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def _positive(name: str, default: int, most: int | None = None) -> int:
+    raw = request.args.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or int(raw) < 1 or (most is not None and int(raw) > most):
+        bound = f" and at most {most}" if most else ""
+        raise ApiError(f"{name} must be a whole number of at least 1{bound}, not {raw[:20]!r}.")
+    return int(raw)
+
+
+def _paginated(items: list) -> dict:
+    """``limit`` and ``page`` from the query applied to ``items``: total, page, limit, pages, items."""
+    limit, page = _positive("limit", DEFAULT_LIMIT, MAX_LIMIT), _positive("page", 1)
+    return {"total": len(items), "page": page, "limit": limit, "pages": max(1, -(-len(items) // limit)),
+            "items": items[(page - 1) * limit : page * limit]}  # fmt: skip
+
+
+def _ordered(function, *args, order: str, orders) -> dict | None:
+    try:
+        return function(*args, order=order)
+    except KeyError:
+        raise ApiError(f"Cannot sort by {order!r}; use one of {', '.join(orders)} (with - for descending).") from None
+
+
+@bp.get("/")
+def reference() -> str:
+    return render_template("api_reference.html", endpoints=ENDPOINTS, default_limit=DEFAULT_LIMIT, max_limit=MAX_LIMIT)
+
+
+@bp.get("/rumbles")
+def rumbles() -> Response:
+    return jsonify({"rumbles": rumble_store.rumble_rows(get_db())})
+
+
+@bp.get("/rumbles/<game>/rankings")
+def rankings(game: str) -> Response:
+    from rumble.web.pages import ranking_table
+
+    rid, order = _rumble(game), request.args.get("order", "-aps")
+    try:
+        rows, state, banner = ranking_table(get_db(), rid, order)
+    except KeyError:
+        raise ApiError(f"Cannot sort by {order!r}; use one of {', '.join(RANKING_ORDER)} (with - for descending).") from None
+    return jsonify({"game": game, "order": order, "state": state, "banner": banner, **_paginated(rows)})
+
+
+@bp.get("/rumbles/<game>/alternative-rankings")
+def alternative_rankings(game: str) -> Response:
+    from rumble.web.pages import BATCH_TITLES
+
+    return jsonify({"game": game, **batch_store.alternative_rankings(get_db(), _rumble(game), tuple(BATCH_TITLES))})
+
+
+@bp.get("/rumbles/<game>/bots/<path:name>")
+def bot(game: str, name: str) -> Response:
+    order = request.args.get("order", "name")
+    page = _found(_ordered(details.bot_details, get_db(), _rumble(game), name, order=order, orders=details.PAIRING_ORDER), game, name)
+    pairings = page.pop("pairings")
+    return jsonify({"game": game, "order": order, **page, **_paginated(pairings)})
+
+
+@bp.get("/rumbles/<game>/bots/<path:name>/history")
+def bot_history(game: str, name: str) -> Response:
+    db, rid = get_db(), _rumble(game)
+    with read(db):
+        found = _found(details.find_participant(db, rid, name), game, name)
+        rows = history.bot_history(db, rid, found["id"])
+    return jsonify({"game": game, "bot": found["name"], "items": rows})
+
+
+@bp.get("/rumbles/<game>/pairing")
+def pairing(game: str) -> Response:
+    a, b = request.args.get("bot", ""), request.args.get("vs", "")
+    page = _found(details.pairing_page(get_db(), _rumble(game), a, b), game, a, b)
+    battles = page.pop("battles")
+    return jsonify({"game": game, **page, **_paginated(battles)})
+
+
+@bp.get("/rumbles/<game>/compare")
+def compare(game: str) -> Response:
+    a, b, order = request.args.get("bota", ""), request.args.get("botb", ""), request.args.get("order", "name")
+    page = _found(_ordered(details.bot_compare, get_db(), _rumble(game), a, b, order=order, orders=details.COMPARE_ORDER), game, a, b)
+    rows = page.pop("rows")
+    return jsonify({"game": game, "order": order, **page, **_paginated(rows)})
+
+
+@bp.get("/stats")
+def all_stats() -> Response:
+    from rumble.web.pages import stats_page
+
+    return jsonify(stats_page(get_db(), None))
+
+
+@bp.get("/rumbles/<game>/stats")
+def rumble_stats(game: str) -> Response:
+    from rumble.web.pages import stats_page
+
+    _rumble(game)
+    return jsonify(stats_page(get_db(), game))
+
+
+def _ranking_export(rid: int) -> tuple[list[str], Iterable[tuple]]:
+    from rumble.web.pages import ranking_table
+
+    rows, _, _ = ranking_table(get_db(), rid, "-aps")
+    for row in rows:
+        row["rank_best"], row["rank_worst"] = row.pop("rank_range")
+    columns = ["rank", "rank_best", "rank_worst", "tied", "provisional", *RANKING_COLUMNS]
+    return columns, ([row.get(c) for c in columns] for row in rows)
+
+
+def _csv_lines(columns: list[str], rows: Iterable[Iterable]) -> Iterator[str]:
+    """CSV text a few hundred rows at a time (csv quotes commas, quotes and newlines in names)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for n, row in enumerate(rows, start=1):
+        writer.writerow(row)
+        if n % 500 == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def _json_lines(game: str, table: str, columns: list[str], rows: Iterable[Iterable]) -> Iterator[str]:
+    """One JSON document, written a row at a time: {game, table, columns, rows: [{column: value}]}."""
+    yield json.dumps({"game": game, "table": table, "columns": columns})[:-1] + ', "rows": ['
+    for n, row in enumerate(rows):
+        yield ("," if n else "") + "\n" + json.dumps(dict(zip(columns, row)))
+    yield "\n]}\n"
+
+
+def _snapshot_rows(path: str, table: str, rid: int) -> Iterator[tuple]:
+    """The pairings or battles of a rumble, read in one snapshot on a connection of their own."""
+    with export.snapshot(path) as conn:
+        yield from (export.pairing_rows if table == "pairings" else export.battle_rows)(conn, rid)
+
+
+@bp.get("/rumbles/<game>/export/<any(rankings, pairings, battles):table>.<any(csv, json):fmt>")
+def export_table(game: str, table: str, fmt: str) -> Response:
+    rid = _rumble(game)
+    if table == "rankings":
+        columns, rows = _ranking_export(rid)
+    else:
+        columns = list(export.PAIRING_COLUMNS if table == "pairings" else export.BATTLE_COLUMNS)
+        rows = _snapshot_rows(current_app.config["RUMBLE"]["DB"], table, rid)
+    body = _csv_lines(columns, rows) if fmt == "csv" else _json_lines(game, table, columns, rows)
+    response = Response(stream_with_context(body), mimetype="text/csv" if fmt == "csv" else "application/json")
+    response.headers["Content-Disposition"] = f'attachment; filename="{game}-{table}.{fmt}"'
+    return response
+
+
+@bp.get("/rumbles/<game>/export/rumble.sqlite")
+def export_sqlite(game: str) -> Response:
+    rid = _rumble(game)
+    handle, path = tempfile.mkstemp(prefix=f"rumble-{game}-", suffix=".sqlite")
+    os.close(handle)
+    try:
+        export.copy_rumble(current_app.config["RUMBLE"]["DB"], rid, path)
+        copy = open(path, "rb")
+    finally:
+        os.unlink(path)  # the open file stays readable until sent and closed
+    return send_file(copy, mimetype="application/vnd.sqlite3", as_attachment=True, download_name=f"{game}.sqlite")

@@ -1,0 +1,75 @@
+"""The daily rank snapshot, the SVG plots and the bot's other versions on /BotDetails."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from conftest import battle
+
+from rumble import store
+from rumble.jobs import take_daily_snapshot
+from rumble.store.history import snapshot_day, today
+
+OLD, NEW, B, C = "alpha.Alpha 1.0", "alpha.Alpha 1.1", "beta.Beta 1.0", "gamma.Gamma 1.0"
+
+
+def _upload_all(upload) -> None:
+    now = int(time.time() * 1000)
+    results = [(OLD, B, 6000, 4000), (OLD, C, 7000, 3000), (NEW, B, 8000, 2000), (NEW, C, 4500, 5500), (B, C, 5000, 5000)]
+    for i, (first, second, s1, s2) in enumerate(results):
+        assert "received" in upload(battle(first, second, scores=(s1, s2), time_ms=now - 1000 * i))
+
+
+def test_the_daily_snapshot_records_each_active_bots_rank_once_a_day(app, client, upload):
+    _upload_all(upload)
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    try:
+        assert take_daily_snapshot(db) == 4
+        assert take_daily_snapshot(db) == 0  # today is taken
+        with store.write(db):
+            assert snapshot_day(db, "2020-01-01") == 4
+        rows = db.execute("SELECT b.full_name, h.day, h.rank, h.aps, h.battles FROM rank_history h JOIN bots b ON b.id = h.bot_id "
+                          "WHERE h.day = ? ORDER BY h.rank", (today(),)).fetchall()  # fmt: skip
+    finally:
+        db.close()
+    ranking = client.get("/Rankings?game=roborumble&api=1").json
+    assert [(r[0], r[2], r[4]) for r in rows] == [(row["name"], row["rank"], row["battles"]) for row in ranking]
+    # APS by hand: NEW 80 % against B and 45 % against C
+    assert dict((r[0], r[3]) for r in rows)[NEW] == (80 + 45) / 2
+
+
+def test_the_plots_are_svg_images_of_the_pages_figures(app, client, upload):
+    _upload_all(upload)
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    with store.write(db):
+        snapshot_day(db, "2020-01-01")
+        snapshot_day(db, "2020-01-02")
+    db.close()
+    scores = client.get("/BotDetails/scores.svg", query_string={"game": "roborumble", "name": NEW})
+    assert scores.status_code == 200 and scores.mimetype == "image/svg+xml"
+    text = scores.get_data(as_text=True)
+    (dots,) = re.findall(r'<g id="PathCollection_1">(.*?)</g>', text, flags=re.S)
+    assert dots.count("<use ") == 2  # one dot per live pairing: B and C
+    assert "score in the pairing" in text
+    history = client.get("/BotDetails/history.svg", query_string={"game": "roborumble", "name": NEW}).get_data(as_text=True)
+    assert "APS (%)" in history and "rank" in history and "No daily snapshot" not in history
+    uploads = client.get("/RumbleStats/uploads.svg?game=roborumble")
+    assert uploads.status_code == 200 and "battles uploaded" in uploads.get_data(as_text=True)
+    missing = client.get("/BotDetails/scores.svg", query_string={"game": "roborumble", "name": "no.Such 1.0"})
+    assert missing.status_code == 404 and "no.Such 1.0" in missing.get_data(as_text=True)
+    page = client.get("/BotDetails", query_string={"game": "roborumble", "name": NEW}).get_data(as_text=True)
+    assert "/BotDetails/scores.svg?game=roborumble&amp;name=alpha.Alpha+1.1" in page and "/BotDetails/history.svg" in page
+
+
+def test_bot_details_lists_the_other_versions_of_the_bot(client, upload):
+    _upload_all(upload)
+    page = client.get("/BotDetails", query_string={"game": "roborumble", "name": NEW, "api": "1"}).json
+    (other,) = page["versions"]
+    assert other["name"] == OLD and other["active"] is True
+    assert other["aps"] == (60 + 70) / 2 and other["battles"] == 2 and other["pairings"] == 2
+    # ranks by APS: OLD 65, NEW 62.5, B (40 + 20 + 50) / 3 = 36.7, C (30 + 55 + 50) / 3 = 45
+    assert other["rank"] == 1
+    assert client.get("/BotDetails", query_string={"game": "roborumble", "name": B, "api": "1"}).json["versions"] == []
+    html = client.get("/BotDetails", query_string={"game": "roborumble", "name": NEW}).get_data(as_text=True)
+    assert "Other versions" in html and f">{OLD}</a>" in html
