@@ -117,20 +117,22 @@ def write(db: Store) -> Iterator[Store]:
 def checkpoint_if_due(db: Store) -> None:
     """Copy the WAL back into the database file if this connection committed enough since the last time.
 
-    Taken under the write lock, so that no other worker appends to the WAL meanwhile: the copy then
-    catches up with the end of the WAL (unless a reader still needs an older snapshot) and the next
-    write starts the WAL again from its beginning. A checkpoint beside running writers never caught
-    up, and the WAL grew without end (2 GB in 30 s of bench_upload.py, every read slower for it).
-    PASSIVE: it waits for no reader. About 100 commits' pages: a few milliseconds.
+    Two passes, both PASSIVE (they wait for no reader): the first beside the other workers, which
+    copies nearly everything without holding anyone up, then, if writers appended meanwhile, a
+    second under the write lock, which copies the few frames left while nobody appends. Only a
+    checkpoint that reaches the end of the WAL lets the next write start the WAL again from its
+    beginning; one that always ran beside writers never did, and the WAL grew without end (2 GB
+    in 30 s of bench_upload.py, every read slower for it).
     """
     if db.commits_since_checkpoint < CHECKPOINT_EVERY:
         return
     db.commits_since_checkpoint = 0
-    with _file_lock(db):
-        try:
-            db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        except sqlite3.OperationalError:
-            pass  # another connection is checkpointing right now; the next one will catch up
+    try:
+        db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        with _file_lock(db):
+            db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    except sqlite3.OperationalError:
+        pass  # another connection is checkpointing right now; the next one will catch up
 
 
 @contextlib.contextmanager
