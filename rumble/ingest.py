@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
-from rumble import fields, priority
+from rumble import fields, melee, priority
 from rumble.battle import Battle
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing, Totals
@@ -66,6 +66,8 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     share = scores.battle_percent(battle.first.score, battle.second.score) / 100.0
     rating_rows.put_ratings(db, rumble_id, zip((a, b), rate(copy.field, a, b, new_a, new_b, share, when)))
     copy.seen = (battle_id, *copy.seen[1:])
+    if battle.melee:  # also gather the pair into its whole battle, rated once when closed
+        melee.apply_logged(db, rumble_id, battle_id)
     return Applied(True, battle_id, (rows[0][1].battles, rows[1][1].battles))
 
 

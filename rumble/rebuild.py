@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rumble import fields, priority
+from rumble import fields, melee, priority
 from rumble.ingest import rate
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing
 from rumble.ratings.online import Field
 from rumble.store import Store, pairings
 from rumble.store import battles as battle_log
+from rumble.store import melee as melee_rows
 from rumble.store import priority as queue
 from rumble.store import ratings as rating_rows
 from rumble.store.rumbles import rumble_id as find_rumble_id
@@ -61,6 +62,8 @@ def rebuild_rumble(db: Store, game: str, rounds: int, min_battles: int, progress
     if progress:
         progress(replayed % PROGRESS_EVERY)
     _write(db, rumble_id, state, field, min_battles)
+    if melee_rows.is_melee(db, rumble_id):  # whole melee battles: reassembled and rated again
+        melee.rebuild(db, rumble_id)
     return replayed
 
 
