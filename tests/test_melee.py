@@ -250,3 +250,27 @@ def test_every_logged_pair_is_in_exactly_one_battle(db):
     gathered = [row[0] for row in db.execute("SELECT battle_id FROM melee_pairs")]
     assert sorted(gathered) == sorted(logged)
     assert db.execute("SELECT count(*) FROM melee_battles WHERE state = 'rated' AND closed_by IS NULL").fetchone()[0] == 0
+
+
+def test_rankings_show_mu_sigma_and_the_conservative_rating(client, upload):
+    """/Rankings of a melee rumble (HTML and JSON): μ, σ, μ − 3σ, melee battles, and XonStat Elo per
+    battle, as the paper and XonStat's pairwise mean give them; sortable by each."""
+    rng = random.Random(11)
+    battles = [random_scores(rng), random_scores(rng)]
+    for n, scores in enumerate(battles):
+        for pair in melee_pairs(scores, T0 + 60_000 * n):
+            upload(pair)
+    expected = expected_ratings(battles)
+    rows = client.get("/Rankings?game=meleerumble&api=1").json
+    assert {row["name"] for row in rows} == set(expected)
+    for row in rows:
+        mu, sigma, count, elo = expected[row["name"]]
+        assert (row["mu"], row["sigma"], row["melee_battles"]) == (pytest.approx(mu, rel=1e-12), pytest.approx(sigma, rel=1e-12), count)
+        assert row["conservative"] == pytest.approx(mu - 3 * sigma, rel=1e-12)
+        assert row["xonstat"] == pytest.approx(elo, rel=1e-12)
+    ordered = client.get("/Rankings?game=meleerumble&api=1&order=-conservative").json
+    assert [r["name"] for r in ordered] == sorted(expected, key=lambda n: -(expected[n][0] - 3 * expected[n][1]))
+    page = client.get("/Rankings?game=meleerumble").get_data(as_text=True)
+    assert "μ − 3σ" in page and "Melee battles" in page
+    assert "μ − 3σ" not in client.get("/Rankings?game=roborumble").get_data(as_text=True)
+    assert client.get("/Rankings?game=roborumble&order=mu").status_code == 400

@@ -27,7 +27,8 @@ next fights (from its last battle's time to this battle's) and, for display, up 
 
 The displayed, conservative rating is μ − 3σ (o!TR's and openskill's ordinal).
 
-Pure code: plain floats in and out; openskill stays inside this module.
+Pure code: plain floats in and out; openskill stays inside this module (imported when a battle is
+first rated).
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from openskill.models import PlackettLuce
+from functools import cache
 
 MU = 25.0
 SIGMA = 25.0 / 3.0
@@ -47,7 +47,15 @@ GRACE_DAYS = 14  # a rumble bot that fought no battle for two weeks is not being
 WEEKLY_VARIANCE = 0.08 * (SIGMA / 5.0) ** 2  # o!TR's 0.08·60² a week, 60 being σ₀/5
 DAY = 86_400.0
 
-_MODEL = PlackettLuce(mu=MU, sigma=SIGMA, beta=BETA, kappa=KAPPA, tau=TAU)
+
+
+@cache
+def _model():
+    """openskill's model, imported on first use: the pages import this module for ``grown_sigma``
+    and ``conservative`` only, and never need openskill."""
+    from openskill.models import PlackettLuce
+
+    return PlackettLuce(mu=MU, sigma=SIGMA, beta=BETA, kappa=KAPPA, tau=TAU)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +92,9 @@ def rate_battle(skills: Sequence[Skill], scores: Sequence[int], now: float) -> t
     if len(skills) != len(scores) or len(skills) < 2:
         raise ValueError(f"a rated battle needs 2 or more bots with a score each, not {len(skills)} and {len(scores)}")
     entered = [grown_sigma(s.sigma, s.rated_at, now) for s in skills]
-    teams = [[_MODEL.rating(mu=s.mu, sigma=sigma)] for s, sigma in zip(skills, entered)]
-    rated = _MODEL.rate(teams, ranks=[float(r) for r in ranks(scores)])
+    model = _model()
+    teams = [[model.rating(mu=s.mu, sigma=sigma)] for s, sigma in zip(skills, entered)]
+    rated = model.rate(teams, ranks=[float(r) for r in ranks(scores)])
     return entered, [Skill(team[0].mu, team[0].sigma, now, s.battles + 1) for team, s in zip(rated, skills)]
 
 

@@ -177,6 +177,16 @@ def ratings_of(db: Store, rumble_id: int, bots: list[int] | None = None) -> dict
     return {row[0]: MeleeRating(*row[1:]) for row in db.execute(sql, params)}
 
 
+def ratings_by_name(db: Store, rumble_id: int) -> dict[str, MeleeRating]:
+    """The melee ratings of a rumble keyed by bot name (the rankings page)."""
+    rows = db.execute(
+        "SELECT b.full_name, m.mu, m.sigma, m.rated_at, m.battles, m.xonstat FROM melee_ratings m "
+        "JOIN bots b ON b.id = m.bot_id WHERE m.rumble_id = ?",
+        (rumble_id,),
+    ).fetchall()
+    return {row[0]: MeleeRating(*row[1:]) for row in rows}
+
+
 def put_ratings(db: Store, rumble_id: int, rows: Iterable[tuple[int, MeleeRating]]) -> None:
     db.conn.executemany(
         "INSERT OR REPLACE INTO melee_ratings (rumble_id, bot_id, mu, sigma, rated_at, battles, xonstat) "
