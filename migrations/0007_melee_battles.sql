@@ -1,5 +1,6 @@
 -- Melee battles reassembled from their pair uploads, and the ratings of whole melee battles
--- (rumble/melee.py): Weng-Lin (Plackett-Luce) and multi-bot XonStat Elo.
+-- (rumble/melee.py): Weng-Lin (Plackett-Luce) and multi-bot XonStat Elo; and how a rumble scores
+-- a battle (twin duel by rounds won).
 --
 -- The client uploads one melee battle as up to 45 pair results (protocol.md 7.5); the pairs are
 -- logged and scored as pairings like any upload, and also gathered here into the battle they came
@@ -62,3 +63,7 @@ CREATE TABLE melee_ratings (
     xonstat REAL NOT NULL,              -- XonStat Elo, the mean of its pairwise changes per battle
     PRIMARY KEY (rumble_id, bot_id)
 ) WITHOUT ROWID;
+
+-- What a rumble's battle percentages come from (rumble/rumbles.toml `scoring`): 'score', the share of
+-- the total scores, or 'survival', the share of rounds won, as twin duel is scored (RRServer).
+ALTER TABLE rumbles ADD COLUMN scoring TEXT NOT NULL DEFAULT 'score';
