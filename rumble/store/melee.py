@@ -77,6 +77,11 @@ def iter_pairs(db: Store, rumble_id: int, batch: int = 10_000) -> Iterator[PairR
         last = rows[-1][0]
 
 
+def opens_battle(db: Store, battle_id: int) -> bool:
+    """True if the logged pair ``battle_id`` opened a reassembled battle (its first pair to arrive)."""
+    return db.execute("SELECT 1 FROM melee_battles WHERE id = ?", (battle_id,)).fetchone() is not None
+
+
 def open_battles(db: Store, rumble_id: int, uploader: str) -> list[MeleeBattle]:
     rows = db.execute(
         f"SELECT {_BATTLE} FROM melee_battles WHERE rumble_id = ? AND state = 'open' AND uploader = ? ORDER BY id",
