@@ -274,3 +274,32 @@ def test_rankings_show_mu_sigma_and_the_conservative_rating(client, upload):
     assert "μ − 3σ" in page and "Melee battles" in page
     assert "μ − 3σ" not in client.get("/Rankings?game=roborumble").get_data(as_text=True)
     assert client.get("/Rankings?game=roborumble&order=mu").status_code == 400
+
+
+def test_bot_details_show_the_whole_battles(client, upload):
+    """/BotDetails of a melee bot: its Weng-Lin and XonStat figures and each reassembled battle it
+    was in, newest first, with its score, rank and the ratings before and after (chained)."""
+    rng = random.Random(12)
+    name = "mel.Star 1.0"
+    battles = [{**random_scores(rng, 9), name: rng.randint(0, 20_000)} for _ in range(3)]
+    for n, scores in enumerate(battles):
+        for pair in melee_pairs(scores, T0 + 60_000 * n):
+            upload(pair)
+    melee_part = client.get("/BotDetails", query_string={"game": "meleerumble", "name": name, "api": "1"}).json["melee"]
+    found = melee_part["battles"]
+    assert len(found) == 3 and all(b["state"] == "rated" and b["bots"] == 10 for b in found)
+    for row, scores in zip(found, reversed(battles)):
+        assert (row["score"], row["rank"]) == (scores[name], 1 + sum(v > scores[name] for v in scores.values()))
+    assert [b["mu_before"] for b in found[:-1]] == [b["mu_after"] for b in found[1:]]
+    assert found[-1]["mu_before"] == 25.0 and melee_part["mu"] == found[0]["mu_after"]
+    mu, sigma, count, elo = expected_ratings(battles)[name]
+    assert (melee_part["mu"], melee_part["melee_battles"], melee_part["xonstat"]) == (pytest.approx(mu, rel=1e-12), 3, pytest.approx(elo, rel=1e-12))
+    assert melee_part["sigma"] == pytest.approx(sigma, rel=1e-12)  # just fought: no growth
+    page = client.get("/BotDetails", query_string={"game": "meleerumble", "name": name}).get_data(as_text=True)
+    assert "Whole melee battles" in page
+
+
+def test_the_explanation_has_the_melee_sections(client):
+    page = client.get("/ScoreExplanation").get_data(as_text=True)
+    for anchor in ('id="melee"', 'id="melee-sampling"', 'id="twinduel"'):
+        assert anchor in page

@@ -192,6 +192,32 @@ def ratings_by_name(db: Store, rumble_id: int) -> dict[str, MeleeRating]:
     return {row[0]: MeleeRating(*row[1:]) for row in rows}
 
 
+def bot_page(db: Store, rumble_id: int, name: str, limit: int = 20) -> dict | None:
+    """A bot's melee ratings and its latest reassembled battles (newest first), or None if it has
+    none: each battle with its time, state, bots, the bot's score and rank, and its rating changes."""
+    row = db.execute(
+        "SELECT b.id, m.mu, m.sigma, m.rated_at, m.battles, m.xonstat FROM bots b "
+        "LEFT JOIN melee_ratings m ON m.bot_id = b.id AND m.rumble_id = ? WHERE b.full_name = ?",
+        (rumble_id, name),
+    ).fetchone()
+    if row is None:
+        return None
+    battles = db.execute(
+        "SELECT m.id, m.last_received, m.state, m.closed_by, m.pairs, e.score, e.rank, e.mu_before, e.mu_after, "
+        "e.sigma_before, e.sigma_after, e.xonstat_before, e.xonstat_after, "
+        "(SELECT count(*) FROM melee_entries x WHERE x.melee_battle_id = m.id) "
+        "FROM melee_entries e JOIN melee_battles m ON m.id = e.melee_battle_id "
+        "WHERE e.bot_id = ? AND m.rumble_id = ? ORDER BY m.id DESC LIMIT ?",
+        (row[0], rumble_id, limit),
+    ).fetchall()
+    keys = ("id", "received_at", "state", "closed_by", "pairs", "score", "rank", "mu_before", "mu_after",
+            "sigma_before", "sigma_after", "xonstat_before", "xonstat_after", "bots")  # fmt: skip
+    rating = MeleeRating(*row[1:]) if row[1] is not None else None
+    if rating is None and not battles:
+        return None
+    return {"rating": rating, "battles": [dict(zip(keys, b)) for b in battles]}
+
+
 def put_ratings(db: Store, rumble_id: int, rows: Iterable[tuple[int, MeleeRating]]) -> None:
     db.conn.executemany(
         "INSERT OR REPLACE INTO melee_ratings (rumble_id, bot_id, mu, sigma, rated_at, battles, xonstat) "
