@@ -296,7 +296,7 @@ def test_bot_details_show_the_whole_battles(client, upload):
     assert (melee_part["mu"], melee_part["melee_battles"], melee_part["xonstat"]) == (pytest.approx(mu, rel=1e-12), 3, pytest.approx(elo, rel=1e-12))
     assert melee_part["sigma"] == pytest.approx(sigma, rel=1e-12)  # just fought: no growth
     page = client.get("/BotDetails", query_string={"game": "meleerumble", "name": name}).get_data(as_text=True)
-    assert "Whole melee battles" in page
+    assert "Whole melee battles" in page and "<th>XonStat Elo</th><td" not in page  # only the per-battle one
 
 
 def test_the_explanation_has_the_melee_sections(client):
