@@ -64,6 +64,27 @@ CREATE TABLE melee_ratings (
     PRIMARY KEY (rumble_id, bot_id)
 ) WITHOUT ROWID;
 
+-- Timeouts applied by the server's schedule rather than by an upload (rumble.melee.sweep): a record,
+-- like participant_events, because it depends on the clock. Written only when a sweep closed a
+-- battle; a rebuild replays each one after battle after_battle_id. Append-only.
+CREATE TABLE melee_sweeps (
+    id INTEGER PRIMARY KEY,
+    rumble_id INTEGER NOT NULL REFERENCES rumbles(id),
+    after_battle_id INTEGER NOT NULL,   -- the rumble's highest battle id when the sweep ran
+    swept_at TEXT NOT NULL              -- the server's time then, "YYYY-MM-DD HH:MM:SS.mmm" UTC
+);
+CREATE INDEX melee_sweeps_by_rumble ON melee_sweeps (rumble_id, id);
+
+CREATE TRIGGER melee_sweeps_append_only_delete BEFORE DELETE ON melee_sweeps
+BEGIN
+    SELECT RAISE(ABORT, 'melee sweeps are append-only');
+END;
+
+CREATE TRIGGER melee_sweeps_append_only_update BEFORE UPDATE ON melee_sweeps
+BEGIN
+    SELECT RAISE(ABORT, 'melee sweeps are append-only');
+END;
+
 -- What a rumble's battle percentages come from (rumble/rumbles.toml `scoring`): 'score', the share of
 -- the total scores, or 'survival', the share of rounds won, as twin duel is scored (RRServer).
 ALTER TABLE rumbles ADD COLUMN scoring TEXT NOT NULL DEFAULT 'score';

@@ -18,10 +18,11 @@ Two clients run under one user name interleave their uploads; they are told apar
 **When a battle is closed and rated.** Whichever comes first:
 
 - *complete*: it holds all pairs of ``STOCK_MELEE_BOTS`` bots (45 pairs of 10, the stock MELEEBOTS);
-- *timeout*: a pair arrives in the rumble (from anyone) ``TIMEOUT_S`` or more after the battle's last
-  pair was received. This closes prioritized battles (17 pairs) and the division copies (only the
-  pairs of bots small enough). A battle that no later upload to its rumble follows waits, open,
-  until one does.
+- *timeout*: ``TIMEOUT_S`` after the battle's last pair was received, checked whenever a pair
+  arrives in the rumble (from anyone) and by the server's schedule every minute (``sweep``). This
+  closes prioritized battles (17 pairs) and the division copies (only the pairs of bots small
+  enough). A sweep depends on the clock, so when it closes a battle it is recorded
+  (``melee_sweeps``, after which battle it ran and when) and a rebuild replays it in place.
 
 The shape of a battle cannot say it is complete otherwise: the first 17 pairs of an ordinary
 45-pair battle (the client sends them in ranking order) look exactly like a complete prioritized
@@ -41,8 +42,9 @@ arrive in, within a battle or interleaved with other battles, does not matter; t
 them.
 
 **Online equals rebuild.** Every decision depends only on the log rows in log order (client times,
-receive times, figures), never on the clock, so ``rebuild`` (which replays the log through the same
-``add_pair``) reproduces every reassembled battle and rating bit for bit.
+receive times, figures) and the recorded sweeps, never on the clock at rebuild time, so ``rebuild``
+(which replays the log and the sweeps in order through the same ``add_pair`` and ``_timeouts``)
+reproduces every reassembled battle and rating bit for bit.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from datetime import datetime, timedelta
 
 from rumble.ratings import weng_lin, xonstat
 from rumble.ratings.online import seconds
-from rumble.store import Store, format_time
+from rumble.store import Store, format_time, write
 from rumble.store import melee as rows
 from rumble.store.melee import MeleeBattle, MeleeRating, PairRow
 
@@ -63,7 +65,7 @@ STOCK_MELEE_BOTS = 10
 def add_pair(db: Store, rumble_id: int, pair: PairRow) -> list[int]:
     """Gather one logged pair into its battle, closing and rating the battles it ends; returns the
     ids of the battles rated (caller holds the transaction)."""
-    rated = [_close(db, rumble_id, melee_id, "timeout", pair.id) for melee_id in rows.stale_battles(db, rumble_id, _cutoff(pair.received_at))]
+    rated = _timeouts(db, rumble_id, pair.received_at, pair.id)
     target = next((b.id for b in rows.open_battles(db, rumble_id, pair.uploader) if _fits(db, b, pair)), None)
     if target is None:
         late = [b for b in rows.rated_battles_near(db, rumble_id, pair.uploader, pair.client_time, WINDOW_MS) if _fits(db, b, pair)]
@@ -75,6 +77,28 @@ def add_pair(db: Store, rumble_id: int, pair: PairRow) -> list[int]:
     rows.add_pair(db, target, pair, late=False)
     if _complete(db, target):
         rated.append(_close(db, rumble_id, target, "complete", pair.id))
+    return rated
+
+
+def _timeouts(db: Store, rumble_id: int, now: str, after_battle_id: int) -> list[int]:
+    """Close and rate, oldest first, the open battles whose last pair came ``TIMEOUT_S`` before ``now``."""
+    return [_close(db, rumble_id, melee_id, "timeout", after_battle_id) for melee_id in rows.stale_battles(db, rumble_id, _cutoff(now))]
+
+
+def sweep(db: Store, rumble_id: int, now: str) -> list[int]:
+    """The schedule's timeout check at ``now`` (caller holds the transaction): close the battles
+    whose time is up, recording the sweep if it closed any; returns the ids rated."""
+    if not rows.stale_battles(db, rumble_id, _cutoff(now)):
+        return []
+    return _timeouts(db, rumble_id, now, rows.record_sweep(db, rumble_id, now))
+
+
+def sweep_all(db: Store, now: str) -> int:
+    """``sweep`` every melee rumble, one transaction each; returns the battles rated."""
+    rated = 0
+    for rumble_id in rows.melee_rumbles(db):
+        with write(db):
+            rated += len(sweep(db, rumble_id, now))
     return rated
 
 
@@ -125,7 +149,16 @@ def apply_logged(db: Store, rumble_id: int, battle_id: int) -> list[int]:
 
 
 def rebuild(db: Store, rumble_id: int) -> int:
-    """Recompute a rumble's reassembled battles and melee ratings from its log (caller holds the
-    transaction); returns the number of battles rated."""
+    """Recompute a rumble's reassembled battles and melee ratings from its log and recorded sweeps
+    (caller holds the transaction); returns the number of battles rated."""
     rows.clear_rumble(db, rumble_id)
-    return sum(len(add_pair(db, rumble_id, pair)) for pair in rows.iter_pairs(db, rumble_id))
+    sweeps = rows.sweeps_in_order(db, rumble_id)
+    rated = done = 0
+    for pair in rows.iter_pairs(db, rumble_id):
+        while done < len(sweeps) and sweeps[done][0] < pair.id:
+            rated += len(_timeouts(db, rumble_id, sweeps[done][1], sweeps[done][0]))
+            done += 1
+        rated += len(add_pair(db, rumble_id, pair))
+    for after, swept_at in sweeps[done:]:
+        rated += len(_timeouts(db, rumble_id, swept_at, after))
+    return rated

@@ -183,6 +183,47 @@ def test_a_prioritized_battle_is_rated_on_timeout_with_every_bot_it_named(db):
     assert_ratings(melee_ratings(db), expected_ratings([scores]))
 
 
+def test_a_sweep_rates_a_battle_nothing_follows_and_is_replayed(db, app):
+    """No upload follows a prioritized battle: the schedule's sweep rates it once its time is up
+    (not a millisecond before), records that, and a rebuild replays it in place."""
+    rng = random.Random(8)
+    scores = random_scores(rng)
+    pairs = melee_pairs(scores, T0, priority=tuple(list(scores)[:2]))
+    send(db, stamped(pairs, 0))
+    rid = rumble_id(db, "meleerumble")
+    with store.write(db):
+        assert melee.sweep(db, rid, at(melee.TIMEOUT_S - 0.001)) == []
+    assert db.execute("SELECT count(*) FROM melee_sweeps").fetchone()[0] == 0  # nothing closed, nothing recorded
+    with store.write(db):
+        (rated,) = melee.sweep(db, rid, at(melee.TIMEOUT_S))
+    (battle,) = battles_of(db)
+    assert (battle["id"], battle["state"], battle["closed_by"], set(battle["bots"])) == (rated, "rated", "timeout", set(scores))
+    last = db.execute("SELECT max(id) FROM battles").fetchone()[0]
+    assert db.execute("SELECT after_battle_id, swept_at FROM melee_sweeps").fetchall() == [(last, at(melee.TIMEOUT_S))]
+    send(db, stamped(melee_pairs(random_scores(rng), T0 + 900_000)[:3], 900))
+    online = melee_rows.dump(db, rid)
+    with store.write(db):
+        rebuild_rumble(db, "meleerumble", 35, min_battles=3)
+    assert melee_rows.dump(db, rid) == online
+    assert_ratings(melee_ratings(db), expected_ratings([scores]) | {
+        n: v for n, v in melee_ratings(db).items() if n not in scores})  # fmt: skip
+
+
+def test_the_schedule_leader_sweeps_every_melee_rumble(app, db):
+    from rumble.jobs import BatchSchedule
+
+    scores = random_scores(random.Random(9))
+    send(db, stamped(melee_pairs(scores, T0, priority=tuple(list(scores)[:2])), 0))  # long ago: its time is up
+    schedule = BatchSchedule({**app.config["RUMBLE"], "BATCH_INTERVAL_MINUTES": 60})
+    try:
+        assert schedule.elect() and schedule.scheduler.get_job("melee") is not None
+        assert schedule.sweep_melee() == 1
+        assert [b["state"] for b in battles_of(db)] == ["rated"]
+        assert schedule.sweep_melee() == 0
+    finally:
+        schedule.shutdown()
+
+
 def test_missing_pairs_rate_the_bots_seen_and_late_pairs_rate_nothing(db):
     """A 5-bot battle whose pairs with bot E never arrive is rated (on timeout) with A..D only; a
     pair of it arriving after that is attached as late and changes no rating."""
@@ -217,12 +258,21 @@ def _melee_session(db, rng: random.Random) -> None:
         if rng.random() < 0.4:
             rng.shuffle(queue)
             for pair in queue:
-                clock += rng.uniform(0, 2) if rng.random() > 0.01 else 400  # now and then a long pause
+                pause = rng.random() < 0.01
+                clock += 400 if pause else rng.uniform(0, 2)  # now and then a long pause
+                if pause and rng.random() < 0.5:  # in which the server's schedule checks the timeouts
+                    for game in ("meleerumble", "minimeleerumble"):
+                        with store.write(db):
+                            melee.sweep(db, rumble_id(db, game), at(clock - 1))
                 send(db, [replace(pair, received_at=at(clock))])
                 if rng.random() < 0.05:
                     send(db, [replace(pair, received_at=at(clock + 1))])  # a retry: logged once
             queue = []
             clock += rng.choice([5, 400, 3600])
+            if rng.random() < 0.5:
+                for game in ("meleerumble", "minimeleerumble"):
+                    with store.write(db):
+                        melee.sweep(db, rumble_id(db, game), at(clock - 1))
     scores = random_scores(rng)
     queue += melee_pairs(scores, T0 + 40_000 * 15, priority=tuple(list(scores)[:2]))  # waits for a timeout
     send(db, [replace(p, received_at=at(clock + 10)) for p in queue])
@@ -235,6 +285,7 @@ def test_rebuild_equals_online_bit_for_bit(db, seed):
     tables = snapshot(db)
     states = [b["closed_by"] for game in online for b in battles_of(db, game)]
     assert {"complete", "timeout", None} <= set(states)  # every way a battle ends (or waits) occurred
+    assert db.execute("SELECT count(*) FROM melee_sweeps").fetchone()[0] > 0  # and sweeps that closed some
     assert sum(len(online[g]["battles"]) for g in online) > 15
     rumbles = load_rumbles()
     with store.write(db):

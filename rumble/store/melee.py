@@ -226,6 +226,22 @@ def put_ratings(db: Store, rumble_id: int, rows: Iterable[tuple[int, MeleeRating
     )
 
 
+def record_sweep(db: Store, rumble_id: int, swept_at: str) -> int:
+    """Record a sweep of the rumble at ``swept_at``; returns the battle id it comes after."""
+    after = db.execute("SELECT coalesce(max(id), 0) FROM battles WHERE rumble_id = ?", (rumble_id,)).fetchone()[0]
+    db.execute("INSERT INTO melee_sweeps (rumble_id, after_battle_id, swept_at) VALUES (?, ?, ?)", (rumble_id, after, swept_at))
+    return after
+
+
+def sweeps_in_order(db: Store, rumble_id: int) -> list[tuple[int, str]]:
+    """The rumble's recorded sweeps as (after battle id, time), in order."""
+    return db.execute("SELECT after_battle_id, swept_at FROM melee_sweeps WHERE rumble_id = ? ORDER BY id", (rumble_id,)).fetchall()
+
+
+def melee_rumbles(db: Store) -> list[int]:
+    return [row[0] for row in db.execute("SELECT id FROM rumbles WHERE melee = 1 ORDER BY id")]
+
+
 def clear_rumble(db: Store, rumble_id: int) -> None:
     """Delete a rumble's reassembled battles and melee ratings (before a rebuild writes them again)."""
     ids = "SELECT id FROM melee_battles WHERE rumble_id = ?"
