@@ -51,10 +51,11 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     for bot in (a, b):  # the copy knows every participant and whether it is active
         if not copy.field.is_active(bot):
             activate(db, rumble_id, bot, when)
+    battle = scored_by(battle, by_survival(db, rumble_id))  # logged as uploaded; twinduel counts rounds won
     old_a, old_b = pairings.pairing_pair(db, rumble_id, a, b)
-    shares = battle_shares(battle.first.score, battle.second.score, battle.first.firsts, battle.second.firsts,
-                           by_survival(db, rumble_id))  # fmt: skip
-    new_a, new_b = scores.score_battle(old_a, old_b, shares, (battle.first.firsts, battle.second.firsts), rounds, when)
+    new_a, new_b = scores.score_battle(
+        old_a, old_b, (battle.first.score, battle.second.score), (battle.first.firsts, battle.second.firsts), rounds, when
+    )
     pairings.put_pairing(db, rumble_id, a, b, new_a, priority.pairing_priority(new_a, min_battles) if a < b else None)
     pairings.put_pairing(db, rumble_id, b, a, new_b, priority.pairing_priority(new_b, min_battles) if b < a else None)
     found = pairings.totals_of(db, rumble_id, (a, b))
@@ -65,18 +66,12 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
         total = total - scores.contribution(old) + scores.contribution(new)
         rows.append((bot, total, scores.summary(total), max(last, when)))
     pairings.put_totals(db, rumble_id, rows)
-    share = scores.battle_percent(*shares) / 100.0
+    share = scores.battle_percent(battle.first.score, battle.second.score) / 100.0
     rating_rows.put_ratings(db, rumble_id, zip((a, b), rate(copy.field, a, b, new_a, new_b, share, when)))
     copy.seen = (battle_id, *copy.seen[1:])
     if battle.melee:  # also gather the pair into its whole battle, rated once when closed
         melee.apply_logged(db, rumble_id, battle_id)
     return Applied(True, battle_id, (rows[0][1].battles, rows[1][1].battles))
-
-
-def battle_shares(first_score: int, second_score: int, first_firsts: int, second_firsts: int, survival: bool) -> tuple[int, int]:
-    """What a battle's percentage is computed from: the two scores, or in a rumble scored by
-    survival (twinduel) the rounds each side won."""
-    return (first_firsts, second_firsts) if survival else (first_score, second_score)
 
 
 def rate(field: online.Field, a: int, b: int, new_a: Pairing, new_b: Pairing, share_a: float, when: str) -> tuple:
@@ -94,6 +89,19 @@ def rate(field: online.Field, a: int, b: int, new_a: Pairing, new_b: Pairing, sh
 def with_receipt(battle: Battle, remote_addr: str | None) -> Battle:
     """The battle stamped with the server's receive time and the uploader's address."""
     return replace(battle, received_at=utc_now(), remote_addr=remote_addr)
+
+
+def battle_shares(first_score: int, second_score: int, first_firsts: int, second_firsts: int, survival: bool) -> tuple[int, int]:
+    """What a battle's percentage is computed from: the two scores, or in a rumble scored by
+    survival (twinduel) the rounds each side won."""
+    return (first_firsts, second_firsts) if survival else (first_score, second_score)
+
+
+def scored_by(battle: Battle, survival: bool) -> Battle:
+    """``battle`` with each side's score replaced by what the rumble scores (``battle_shares``)."""
+    if not survival:
+        return battle
+    return replace(battle, first=replace(battle.first, score=battle.first.firsts), second=replace(battle.second, score=battle.second.firsts))
 
 
 def _battles(db: Store, rumble_id: int, bot: int) -> int:
