@@ -48,7 +48,6 @@ WEEKLY_VARIANCE = 0.08 * (SIGMA / 5.0) ** 2  # o!TR's 0.08·60² a week, 60 bein
 DAY = 86_400.0
 
 
-
 @cache
 def _model():
     """openskill's model, imported on first use: the pages import this module for ``grown_sigma``
