@@ -13,15 +13,17 @@ import random
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
-from rumble import fields, priority
+from rumble import fields, melee, priority
 from rumble.battle import Battle
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing, Totals
 from rumble.ratings import online
 from rumble.store import Store, bots, format_time, pairings, utc_now
 from rumble.store import battles as battle_log
+from rumble.store import melee as melee_rows
 from rumble.store import priority as queue
 from rumble.store import ratings as rating_rows
+from rumble.store.rumbles import by_survival
 from rumble.store.rumbles import rumble_id as find_rumble_id
 
 
@@ -49,6 +51,7 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     for bot in (a, b):  # the copy knows every participant and whether it is active
         if not copy.field.is_active(bot):
             activate(db, rumble_id, bot, when)
+    battle = scored_by(battle, by_survival(db, rumble_id))  # logged as uploaded; twinduel counts rounds won
     old_a, old_b = pairings.pairing_pair(db, rumble_id, a, b)
     new_a, new_b = scores.score_battle(
         old_a, old_b, (battle.first.score, battle.second.score), (battle.first.firsts, battle.second.firsts), rounds, when
@@ -67,6 +70,8 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     rate(copy.field, a, b, new_a, new_b, share, when)
     rating_rows.put_ratings(db, rumble_id, [(bot, copy.field.ratings(bot)) for bot in (a, b)])
     copy.seen = (battle_id, *copy.seen[1:])
+    if battle.melee:  # also gather the pair into its whole battle, rated once when closed
+        melee.apply_logged(db, rumble_id, battle_id)
     return Applied(True, battle_id, (rows[0][1].battles, rows[1][1].battles))
 
 
@@ -82,6 +87,19 @@ def rate(field: online.Field, a: int, b: int, new_a: Pairing, new_b: Pairing, sh
 def with_receipt(battle: Battle, remote_addr: str | None) -> Battle:
     """The battle stamped with the server's receive time and the uploader's address."""
     return replace(battle, received_at=utc_now(), remote_addr=remote_addr)
+
+
+def battle_shares(first_score: int, second_score: int, first_firsts: int, second_firsts: int, survival: bool) -> tuple[int, int]:
+    """What a battle's percentage is computed from: the two scores, or in a rumble scored by
+    survival (twinduel) the rounds each side won."""
+    return (first_firsts, second_firsts) if survival else (first_score, second_score)
+
+
+def scored_by(battle: Battle, survival: bool) -> Battle:
+    """``battle`` with each side's score replaced by what the rumble scores (``battle_shares``)."""
+    if not survival:
+        return battle
+    return replace(battle, first=replace(battle.first, score=battle.first.firsts), second=replace(battle.second, score=battle.second.firsts))
 
 
 def _battles(db: Store, rumble_id: int, bot: int) -> int:
@@ -166,26 +184,40 @@ def next_priority_battle(db: Store, game: str, batch: int, min_battles: int, hol
 
 
 def _choose_batch(db: Store, rumble_id: int, batch: int, min_battles: int, rng: random.Random) -> list[tuple[int, int, str]]:
-    """Missing pairings first, then the pairings the priority index ranks highest."""
+    """Missing pairings first, then the pairings the priority index ranks highest; in a melee
+    rumble no bot in more than ``priority.melee_cap(batch)`` of them (rumble/priority.py)."""
     chosen: list[tuple[int, int, str]] = []
     taken: set[tuple[int, int]] = set()
+    cap = priority.melee_cap(batch) if melee_rows.is_melee(db, rumble_id) else None
+    counts: dict[int, int] = {}
     lacking = dict(queue.bots_missing_pairings(db, rumble_id, bots.active_count(db, rumble_id)))
     while lacking and len(chosen) < batch:
         bot = priority.pick_weighted(list(lacking), list(lacking.values()), rng)
-        unmet = [o for o in queue.unmet_opponents(db, rumble_id, bot) if (min(bot, o), max(bot, o)) not in taken]
-        if not unmet:
-            del lacking[bot]  # everything it lacks is already queued or handed out
+        unmet = [o for o in queue.unmet_opponents(db, rumble_id, bot)
+                 if (min(bot, o), max(bot, o)) not in taken and (cap is None or counts.get(o, 0) < cap)]  # fmt: skip
+        if not unmet or (cap is not None and counts.get(bot, 0) >= cap):
+            del lacking[bot]  # everything it lacks is already queued or handed out, or it has its share
             continue
         opponent = rng.choice(unmet)
         pair = (min(bot, opponent), max(bot, opponent))
         taken.add(pair)
-        chosen.append((*pair, "missing"))
+        chosen += priority.within_cap([(*pair, "missing")], counts, cap)
         for end in pair:
             if end in lacking:
                 lacking[end] -= 1
                 if lacking[end] <= 0:
                     del lacking[end]
-    if len(chosen) < batch:
-        candidates = [c for c in queue.top_pairings(db, rumble_id, 8 * batch) if (c[0], c[1]) not in taken]
-        chosen += priority.choose_pairs(candidates, batch - len(chosen), rng)
+    if len(chosen) >= batch:
+        return chosen
+    candidates = [c for c in queue.top_pairings(db, rumble_id, 8 * batch) if (c[0], c[1]) not in taken]
+    if cap is None:
+        return chosen + priority.choose_pairs(candidates, batch - len(chosen), rng)
+    while len(chosen) < batch:  # melee: draw again from the pairings of bots not yet at their cap
+        candidates = [c for c in candidates if max(counts.get(c[0], 0), counts.get(c[1], 0)) < cap]
+        if not candidates:
+            break
+        kept = priority.within_cap(priority.choose_pairs(candidates, batch - len(chosen), rng), counts, cap)
+        chosen += kept  # never empty: the first pair drawn has both bots under the cap
+        done = {(a, b) for a, b, _ in kept}
+        candidates = [c for c in candidates if (c[0], c[1]) not in done]
     return chosen

@@ -8,7 +8,8 @@ plain functions: ``rumble rank`` and ``rumble batch`` call them, and so does the
 The schedule runs in exactly one process however many gunicorn workers serve: every worker that
 ``rumble serve`` starts calls ``start_scheduler``, which tries a non-blocking ``flock`` on
 ``<db>.scheduler.lock`` every ELECTION_SECONDS. The worker that gets it keeps the file open for the
-rest of its life and runs the batch job; when it dies the kernel drops its lock, and another
+rest of its life and runs the batch job, and every MELEE_SWEEP_SECONDS the melee sweep (battles
+whose pairs stopped coming are rated, rumble.melee.sweep); when it dies the kernel drops its lock, and another
 worker's next attempt takes over.
 """
 
@@ -25,7 +26,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from rumble import store
+from rumble import melee, store
 from rumble.rankings.batch import METHODS, PAIRING_METHODS
 from rumble.rankings.pairwise import Ranking, present, ranks_from_scores
 from rumble.store import batch as batch_store
@@ -34,6 +35,7 @@ from rumble.store.rumbles import rumble_id
 log = logging.getLogger(__name__)
 
 COMPLETE = (*METHODS, "knnpbi")  # what a complete run computes: every ranking, then the pairing values
+MELEE_SWEEP_SECONDS = 60.0  # how often the leader closes melee battles whose pairs stopped coming
 ELECTION_SECONDS = 30.0  # how soon a worker takes over the schedule after its runner died
 SCHEDULED, COMMAND_LINE = "schedule", "command line"  # batch_runs.source
 
@@ -204,12 +206,25 @@ class BatchSchedule:
             # a bound method: the scheduler's job keeps this object, and so the lock file, alive
             self.scheduler.add_job(self.run, "interval", minutes=self.minutes, id="batch",
                                    next_run_time=datetime.now(timezone.utc), max_instances=1, coalesce=True)  # fmt: skip
+            self.scheduler.add_job(self.sweep_melee, "interval", seconds=MELEE_SWEEP_SECONDS, id="melee",
+                                   max_instances=1, coalesce=True)  # fmt: skip
             log.info("process %d runs the batch rankings every %g minutes", os.getpid(), self.minutes)
         return True
 
     def run(self) -> list[Report]:
         """The batch job: ``scheduled_run`` with this schedule's settings."""
         return scheduled_run(self.settings)
+
+    def sweep_melee(self) -> int:
+        """The melee job: rate the melee battles whose pairs stopped coming (rumble.melee.sweep_all)."""
+        db = store.connect(self.settings["DB"], self.settings["SYNCHRONOUS"], migrate=False)
+        try:
+            return melee.sweep_all(db, store.utc_now())
+        except Exception:  # logged, and tried again next time
+            log.exception("melee sweep failed")
+            return 0
+        finally:
+            db.close()
 
     def shutdown(self, wait: bool = False) -> None:
         """Stop the scheduler and give up the lead; a running job finishes in its thread (first, if ``wait``)."""

@@ -10,6 +10,14 @@ Order of preference, after LiteRumble's 2026 scheme (peers.md section 1):
    Var/(n·(n+1)) of the pairing mean, times 10 when its 95 % interval straddles 50 (so near-ties
    get resolved), drawn at random from those scoring at least half the best.
 
+Melee rumbles (peers.md section 1, the 2018 wiki thread on over-sampling): the client plays a
+priority pair (a, b) as a battle of a, b and 8 random others and uploads the 17 pairs of a and b.
+Every missing pairing involves the new bot, so rule 1 alone would put it in every priority battle
+until it has met everyone: its pairs with the random others re-sample pairings it already has, and
+its partner's 8 pairs with them are pairings of old bots measured, every time, in the new bot's
+presence. So in a melee rumble a bot takes at most ``MELEE_SHARE`` of a batch's pairs
+(``melee_cap``); the rest of the batch goes to other bots' pairings (rumble.ingest).
+
 A pairing's score depends on that pairing alone, so it is computed when the pairing changes and
 kept in an index; choosing is then a short index scan. Pure code: the store does the reading.
 """
@@ -24,6 +32,7 @@ from rumble.rankings.scores import Pairing, pairing_ci, pairing_variance
 FEW_BATTLES = 1_000_000.0  # tier 2 scores sit above any variance reduction (at most 2500·10/6)
 STRADDLE_BOOST = 10.0  # LiteRumble's weight for a pairing whose interval contains 50
 BAND = 0.5  # draw among pairings scoring at least this fraction of the best
+MELEE_SHARE = 0.25  # in a melee rumble, the most of a priority batch one bot may take
 
 
 def pairing_priority(pairing: Pairing, min_battles: int) -> float:
@@ -60,3 +69,20 @@ def choose_pairs(candidates: Sequence[tuple[int, int, float]], k: int, rng: rand
         picked = rng.sample(band, min(k - len(chosen), len(band)))
         chosen += [(a, b, "uncertain") for a, b, _ in picked]
     return chosen
+
+
+def melee_cap(batch: int) -> int:
+    """How many of a melee batch's ``batch`` pairs one bot may be in (at least 1)."""
+    return max(1, int(batch * MELEE_SHARE))
+
+
+def within_cap(pairs: Sequence[tuple[int, int, str]], counts: dict[int, int], cap: int | None) -> list[tuple[int, int, str]]:
+    """``pairs`` in order, leaving out each pair one of whose bots is already in ``cap`` chosen
+    pairs; ``counts`` (bot -> pairs chosen so far) is updated. No cap: all of them."""
+    kept = []
+    for a, b, reason in pairs:
+        if cap is not None and (counts.get(a, 0) >= cap or counts.get(b, 0) >= cap):
+            continue
+        counts[a], counts[b] = counts.get(a, 0) + 1, counts.get(b, 0) + 1
+        kept.append((a, b, reason))
+    return kept

@@ -13,15 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from operator import itemgetter
 
-from rumble import fields, priority
-from rumble.ingest import rate
+from rumble import fields, melee, priority
+from rumble.ingest import battle_shares, rate
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing
 from rumble.ratings.online import Field
 from rumble.store import Store, pairings
 from rumble.store import battles as battle_log
+from rumble.store import melee as melee_rows
 from rumble.store import priority as queue
 from rumble.store import ratings as rating_rows
+from rumble.store.rumbles import by_survival
 from rumble.store.rumbles import rumble_id as find_rumble_id
 
 PROGRESS_EVERY = 10_000
@@ -42,18 +44,18 @@ def rebuild_rumble(db: Store, game: str, rounds: int, min_battles: int, progress
     events = rating_rows.events_in_order(db, rumble_id)
     next_event = 0
     replayed = 0
+    survival = by_survival(db, rumble_id)  # twinduel: percentages from rounds won
     for logged in battle_log.iter_scored_battles(db, rumble_id):
         while next_event < len(events) and events[next_event][3] < logged.id:
             _, bot, active, _ = events[next_event]
             field.set_active(bot, active)
             next_event += 1
         a, b = logged.first_id, logged.second_id
+        shares = battle_shares(logged.first_score, logged.second_score, logged.first_firsts, logged.second_firsts, survival)
         state[a, b], state[b, a] = scores.score_battle(
-            state.get((a, b)), state.get((b, a)), (logged.first_score, logged.second_score),
-            (logged.first_firsts, logged.second_firsts), rounds, logged.received_at,
+            state.get((a, b)), state.get((b, a)), shares, (logged.first_firsts, logged.second_firsts), rounds, logged.received_at,
         )  # fmt: skip
-        rate(field, a, b, state[a, b], state[b, a], scores.battle_percent(logged.first_score, logged.second_score) / 100.0,
-             logged.received_at)  # fmt: skip
+        rate(field, a, b, state[a, b], state[b, a], scores.battle_percent(*shares) / 100.0, logged.received_at)
         replayed += 1
         if progress and replayed % PROGRESS_EVERY == 0:
             progress(PROGRESS_EVERY)
@@ -62,6 +64,8 @@ def rebuild_rumble(db: Store, game: str, rounds: int, min_battles: int, progress
     if progress:
         progress(replayed % PROGRESS_EVERY)
     _write(db, rumble_id, state, field, min_battles)
+    if melee_rows.is_melee(db, rumble_id):  # whole melee battles: reassembled and rated again
+        melee.rebuild(db, rumble_id)
     return replayed
 
 

@@ -10,6 +10,9 @@ DEFAULT_RUMBLES_FILE = Path(__file__).resolve().parent.parent / "rumbles.toml"
 DIVISIONS = ("general", "mini", "micro", "nano")
 # Codesize limits of the client's divisions (protocol.md section 7.2): strictly below these.
 CODESIZE_LIMITS = {"general": None, "mini": 1500, "micro": 750, "nano": 250}
+# What a battle's percentage is computed from: the total scores (every rumble but twinduel), or the
+# rounds each side won (twinduel, as RRServer scores it: peers.md section 2).
+SCORINGS = ("score", "survival")
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,7 @@ class RumbleSettings:
     teams: bool
     division: str = "general"
     family: str = ""
+    scoring: str = "score"  # what a battle's share is taken from: "score", or "survival" (rounds won)
 
     @property
     def kind(self) -> str:
@@ -52,7 +56,7 @@ def parse_rumbles(text: str, source: str = "rumbles file") -> dict[str, RumbleSe
         where = f"{source} [{name}]"
         if not isinstance(entry, dict):
             raise ConfigError(f"{where}: expected a table")
-        unknown = set(entry) - {"rounds", "field", "melee", "teams", "division", "family"}
+        unknown = set(entry) - {"rounds", "field", "melee", "teams", "division", "family", "scoring"}
         if unknown:
             raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
         rounds = entry.get("rounds")
@@ -64,6 +68,9 @@ def parse_rumbles(text: str, source: str = "rumbles file") -> dict[str, RumbleSe
         division = entry.get("division", "general")
         if division not in DIVISIONS:
             raise ConfigError(f"{where}: division must be one of {', '.join(DIVISIONS)}")
+        scoring = entry.get("scoring", "score")
+        if scoring not in SCORINGS:
+            raise ConfigError(f"{where}: scoring must be one of {', '.join(SCORINGS)}")
         rumbles[name] = RumbleSettings(
             name=name,
             rounds=rounds,
@@ -72,6 +79,7 @@ def parse_rumbles(text: str, source: str = "rumbles file") -> dict[str, RumbleSe
             teams=teams,
             division=division,
             family=str(entry.get("family", name)),
+            scoring=scoring,
         )
     return rumbles
 

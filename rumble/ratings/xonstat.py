@@ -65,3 +65,22 @@ def update(
     new_a = r_a + k_factor(n_a) * fraction * (share_a - expected_score(r_a, r_b))
     new_b = r_b + k_factor(n_b) * fraction * ((1.0 - share_a) - expected_score(r_b, r_a))
     return new_a, new_b
+
+
+def update_melee(ratings: list[float], battles_before: list[int], scores: list[int]) -> list[float]:
+    """Every bot's rating after one melee battle: the mean of its pairwise changes (seed 002's
+    team games: "running the above calculations between each winner and loser and averaging").
+
+    Each pair of the battle is a XonStat duel of the two bots' battle scores (S = score share),
+    computed from the ratings before the battle; a bot's change is the mean over its n - 1 pairs,
+    each with its own K (``battles_before``: the bot's rated melee battles before this one).
+    """
+    n = len(ratings)
+    if n < 2 or len(battles_before) != n or len(scores) != n:
+        raise ValueError("a melee battle needs 2 or more bots, each with a rating, a battle count and a score")
+    result = []
+    for i in range(n):
+        k = k_factor(battles_before[i])
+        change = sum(k * (score_share(scores[i], scores[j]) - expected_score(ratings[i], ratings[j])) for j in range(n) if j != i)
+        result.append(ratings[i] + change / (n - 1))
+    return result

@@ -10,6 +10,7 @@ import math
 
 from rumble.rankings import details as figures
 from rumble.rankings.scores import Pairing, battle_percent, survival_percent
+from rumble.store.rumbles import by_survival
 from rumble.store import Store, read
 from rumble.store.batch import pairing_values
 
@@ -140,12 +141,14 @@ def _pairing_battles(db: Store, rumble_id: int, a: int, b: int) -> list[dict]:
         (a, a, a, a, a, a, a, rumble_id, a, b, a, b),
     ).fetchall()
     battles = []
+    by_rounds = by_survival(db, rumble_id)  # twinduel: the percentage is of rounds won
     for row in sorted(rows, reverse=True):
         battle = dict(zip(BATTLE_COLUMNS, row))
         battle["a_first"] = bool(battle["a_first"])
         battle["received_at"] = battle["received_at"][:19]
-        battle["a_percent"] = battle_percent(battle["a_score"], battle["b_score"])
-        battle["b_percent"] = battle_percent(battle["b_score"], battle["a_score"])
+        a_share, b_share = (battle["a_firsts"], battle["b_firsts"]) if by_rounds else (battle["a_score"], battle["b_score"])
+        battle["a_percent"] = battle_percent(a_share, b_share)
+        battle["b_percent"] = battle_percent(b_share, a_share)
         battle["a_survival"] = survival_percent(battle["a_firsts"], battle["rounds"])
         battle["b_survival"] = survival_percent(battle["b_firsts"], battle["rounds"])
         battles.append(battle)

@@ -10,13 +10,14 @@ def sync_rumbles(db: Store, rumbles: dict[str, RumbleSettings]) -> None:
     """Insert or update a row for every configured rumble (inside the caller's transaction)."""
     for r in rumbles.values():
         db.execute(
-            "INSERT INTO rumbles (name, rounds, field, melee, teams, division, family, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET rounds = excluded.rounds, "
+            "INSERT INTO rumbles (name, rounds, field, melee, teams, division, family, scoring, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET rounds = excluded.rounds, "
             "field = excluded.field, melee = excluded.melee, teams = excluded.teams, "
-            "division = excluded.division, family = excluded.family",
-            (r.name, r.rounds, r.field, int(r.melee), int(r.teams), r.division, r.family, utc_now()),
+            "division = excluded.division, family = excluded.family, scoring = excluded.scoring",
+            (r.name, r.rounds, r.field, int(r.melee), int(r.teams), r.division, r.family, r.scoring, utc_now()),
         )
     db._cache.pop("rumble_ids", None)
+    db._cache.pop("rumble_scoring", None)
 
 
 def rumble_id(db: Store, name: str) -> int | None:
@@ -26,6 +27,15 @@ def rumble_id(db: Store, name: str) -> int | None:
         ids = dict(db.execute("SELECT name, id FROM rumbles").fetchall())
         db._cache["rumble_ids"] = ids
     return ids.get(name)
+
+
+def by_survival(db: Store, rumble_id: int) -> bool:
+    """True if the rumble's battle percentages come from rounds won (scoring = "survival"); cached."""
+    found = db._cache.get("rumble_scoring")
+    if found is None or rumble_id not in found:
+        found = dict(db.execute("SELECT id, scoring = 'survival' FROM rumbles").fetchall())
+        db._cache["rumble_scoring"] = found
+    return bool(found.get(rumble_id))
 
 
 def rumble_rows(db: Store) -> list[dict]:

@@ -141,7 +141,7 @@ def rankings(game: str) -> Response:
 
     rid, order = _rumble(game), request.args.get("order", "-aps")
     try:
-        rows, state, banner = ranking_table(get_db(), rid, order)
+        rows, state, banner = ranking_table(get_db(), rid, order, current_app.extensions["rumble.rumbles"][game].melee)
     except KeyError:
         raise ApiError(f"Cannot sort by {order!r}; use one of {', '.join(RANKING_ORDER)} (with - for descending).") from None
     return jsonify({"game": game, "order": order, "state": state, "banner": banner, **_paginated(rows)})

@@ -4,10 +4,14 @@ blueprint by ``pages.py``."""
 
 from __future__ import annotations
 
+import time
+
 from flask import Response, current_app, jsonify, render_template, request
 
+from rumble.ratings import weng_lin
 from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import details
+from rumble.store import melee as melee_store
 from rumble.store import rumbles as rumble_store
 from rumble.web import get_db
 from rumble.web.cells import pairing_cells
@@ -63,12 +67,28 @@ def bot_details() -> Response | str:
     """A bot's summary and every pairing (LiteRumble's /BotDetails?game=G&name=N)."""
     game, name, order = request.args.get("game", "roborumble"), request.args.get("name", ""), request.args.get("order", "name")
     page = _found(_call(details.bot_details, get_db(), _rumble(game), name, order=order, orders=details.PAIRING_ORDER), game, name)
+    if current_app.extensions["rumble.rumbles"][game].melee:
+        page["melee"] = _melee(melee_store.bot_page(get_db(), _rumble(game), page["bot"]["name"]))
     if request.args.get("api") == "1":
         return jsonify({"game": game, **page})
     from rumble.web.pages import BATCH_TITLES  # pages.py imports this module to register it
 
     return render_template("bot_details.html", game=game, order=order, titles=PAIRING_TITLES, batch_titles=BATCH_TITLES,
                            provisional_rd=PROVISIONAL_RD, cells=pairing_cells, **page)  # fmt: skip
+
+
+def _melee(found: dict | None) -> dict | None:
+    """A melee bot's whole-battle ratings for the page: Weng-Lin with σ grown up to now, μ − 3σ,
+    XonStat Elo per battle, and its latest reassembled battles (rumble/melee.py)."""
+    if found is None:
+        return None
+    rating = found["rating"]
+    result = {"mu": None, "sigma": None, "conservative": None, "melee_battles": 0, "xonstat": None, "battles": found["battles"]}
+    if rating is not None:
+        sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, time.time())
+        result.update(mu=rating.mu, sigma=sigma, conservative=weng_lin.conservative(rating.mu, sigma),
+                      melee_battles=rating.battles, xonstat=rating.xonstat)  # fmt: skip
+    return result
 
 
 def pairing() -> Response | str:

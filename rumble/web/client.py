@@ -20,6 +20,7 @@ from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fields
 from rumble.store import bots, tables
 from rumble.store import integrity as battle_states
+from rumble.store import melee as melee_store
 from rumble.store import removals
 from rumble.store.rumbles import rumble_id
 from rumble.web import get_db
@@ -75,7 +76,9 @@ def uploaded_results() -> Response:
         pair = None
         if applied.stored and suspicion is not None:
             battle_states.record_flag_reason(db, applied.battle_id, suspicion, battle.received_at)
-        elif applied.stored:
+        # A melee battle arrives as up to 45 uploads but is one battle: one priority line for it,
+        # on the pair that opened it (rumble/priority.py, melee), not one per pair.
+        elif applied.stored and (not rumble.melee or melee_store.opens_battle(db, applied.battle_id)):
             pair = ingest.next_priority_battle(
                 db, battle.game, settings["PRIORITY_BATCH"], settings["PRIORITY_MIN_BATTLES"],
                 settings["PRIORITY_HOLD_MINUTES"], _rng,

@@ -9,8 +9,10 @@ from urllib.parse import quote_plus
 from flask import Blueprint, abort, current_app, jsonify, render_template, request
 
 from rumble.rankings import ties
+from rumble.ratings import weng_lin
 from rumble.ratings.online import PROVISIONAL_RD, provisional
 from rumble.store import batch as batch_store
+from rumble.store import melee as melee_store
 from rumble.store import rumbles as rumble_store
 from rumble.store import format_time, stats, tables, upload_stats
 from rumble.web import bots, cells, get_db, plots
@@ -35,6 +37,9 @@ COLUMN_TITLES = {
     "battles": "Battles",
     "last_battle": "Last battle (UTC)",
 }
+# A melee rumble's columns from its whole battles (rumble/melee.py), after XonStat Elo (which in a
+# melee rumble is the battle-level one too).
+MELEE_TITLES = {"mu": "μ", "sigma": "σ", "conservative": "μ − 3σ", "melee_battles": "Melee battles"}
 # The batch methods' columns (rumble.rankings.batch.METHODS), after the columns above.
 BATCH_TITLES = {
     "schulze": "Schulze",
@@ -95,27 +100,42 @@ def rankings():
     order = request.args.get("order", "-aps")
     db = get_db()
     rid = rumble_store.rumble_id(db, game)
+    melee = current_app.extensions["rumble.rumbles"][game].melee
     try:
-        rows, state, banner = ranking_table(db, rid, order)
+        rows, state, banner = ranking_table(db, rid, order, melee)
     except KeyError:
-        abort(400, description=f"Cannot sort by {order!r}; use one of {', '.join(tables.RANKING_ORDER)} (with - for descending).")
+        keys = [*tables.RANKING_ORDER, *(MELEE_TITLES if melee else ())]
+        abort(400, description=f"Cannot sort by {order!r}; use one of {', '.join(keys)} (with - for descending).")
     limit, page = _positive("limit", len(rows) or 1), _positive("page", 1)
     total = len(rows)
     rows = rows[(page - 1) * limit : page * limit]
     if request.args.get("api") == "1":
         return jsonify(rows)
     latest = batch_store.runs(db, rid, limit=1)
-    return render_template("rankings.html", game=game, rows=rows, order=order, titles=COLUMN_TITLES,
+    return render_template("rankings.html", game=game, rows=rows, order=order, titles=_columns(melee), melee=melee,
                            batch_titles=BATCH_TITLES, batch_run=latest[0] if latest else None,
                            provisional_rd=PROVISIONAL_RD, state=state, banner=banner,
                            page=page, limit=limit, pages=max(1, -(-total // limit)), total=total,
                            cells=cells.ranking_cells)  # fmt: skip
 
 
-def ranking_table(db, rid: int, order: str) -> tuple[list[dict], str, str]:
+def _columns(melee: bool) -> dict[str, str]:
+    """The rankings columns in page order: a melee rumble's Weng-Lin columns come after XonStat Elo."""
+    if not melee:
+        return COLUMN_TITLES
+    keys = list(COLUMN_TITLES)
+    at = keys.index("xonstat") + 1
+    return {**{k: COLUMN_TITLES[k] for k in keys[:at]}, **MELEE_TITLES, **{k: COLUMN_TITLES[k] for k in keys[at:]}}
+
+
+def ranking_table(db, rid: int, order: str, melee: bool = False) -> tuple[list[dict], str, str]:
     """The rankings rows in ``order`` with provisional marks and statistical ties, and the stability
-    banner (state, text): what /Rankings and /api/v1 show. KeyError for an unknown order."""
-    rows = [_with_provisional(row) for row in tables.ranking_rows(db, rid, order)]
+    banner (state, text): what /Rankings and /api/v1 show. A melee rumble's rows also carry its
+    Weng-Lin columns, which ``order`` may name. KeyError for an unknown order."""
+    melee_order = melee and order.lstrip("-") in MELEE_TITLES
+    rows = [_with_provisional(row) for row in tables.ranking_rows(db, rid, "-aps" if melee_order else order)]
+    if melee:
+        _with_melee(rows, melee_store.ratings_by_name(db, rid), order if melee_order else None)
     for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):
         row["rank_range"], row["tied"] = [best, worst], best != worst
     state, banner = ties.stability([r["pairings"] for r in rows], tables.unrated_since_last_event(db, rid))
@@ -148,6 +168,26 @@ def _with_provisional(row: dict) -> dict:
     """Mark a bot whose Glicko-2 deviation is still high (rumble.ratings.online.provisional)."""
     row["provisional"] = row["glicko2_rd"] is None or provisional(row["glicko2_rd"])
     return row
+
+
+def _with_melee(rows: list[dict], found: dict, order: str | None) -> None:
+    """Add each bot's Weng-Lin mu, sigma (grown for its inactivity up to now), mu − 3σ and rated
+    melee battles, and its XonStat Elo from whole battles; sort by ``order`` if it is one of those."""
+    now = datetime.now(timezone.utc).timestamp()
+    for row in rows:
+        rating = found.get(row["name"])
+        sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, now) if rating else None
+        row.update(
+            mu=rating.mu if rating else None,
+            sigma=sigma,
+            conservative=weng_lin.conservative(rating.mu, sigma) if rating else None,
+            melee_battles=rating.battles if rating else 0,
+            xonstat=rating.xonstat if rating else None,
+        )
+    if order:
+        key, descending = order.lstrip("-"), order.startswith("-")
+        present = sorted((r for r in rows if r[key] is not None), key=lambda r: r[key], reverse=descending)
+        rows[:] = present + [r for r in rows if r[key] is None]
 
 
 @bp.get("/RumbleStats")

@@ -71,3 +71,24 @@ def test_the_outcome_is_the_score_share():
 def test_defaults():
     assert (xonstat.BASE, xonstat.SCALE, xonstat.START) == (10.0, 400.0, 1500.0)
     assert (xonstat.K_START, xonstat.K_END, xonstat.K_BATTLES) == (200.0, 40.0, 32)
+
+
+def test_melee_change_is_the_mean_of_the_pairwise_changes():
+    """Three new bots (1500, K 200) score 600, 300, 100. Expected scores are all 1/2, so A's pairwise
+    changes are 200·(600/900 − ½) = 33.333 and 200·(600/700 − ½) = 71.429, mean 52.381; B's are
+    200·(300/900 − ½) = −33.333 and 200·(300/400 − ½) = 50, mean 8.333; C's −71.429 and −50, mean −60.714."""
+    a, b, c = xonstat.update_melee([1500.0] * 3, [0, 0, 0], [600, 300, 100])
+    assert a == pytest.approx(1500 + (200 / 6 + 200 * (6 / 7 - 0.5)) / 2)
+    assert (a - 1500, b - 1500, c - 1500) == (pytest.approx(52.381, abs=1e-3), pytest.approx(8.333, abs=1e-3), pytest.approx(-60.714, abs=1e-3))
+
+
+def test_melee_uses_each_bots_own_k_and_the_old_ratings():
+    """A (1600, 40 battles: K 40) and B (1500, new: K 200); B wins 3000 to 1000. E_A = 1/(1 + 10^(−100/400))
+    = 0.640065; A: 1600 + 40·(0.25 − 0.640065) = 1584.397; B: 1500 + 200·(0.75 − 0.359935) = 1578.013."""
+    a, b = xonstat.update_melee([1600.0, 1500.0], [40, 0], [1000, 3000])
+    assert (a, b) == (pytest.approx(1584.397, abs=1e-3), pytest.approx(1578.013, abs=1e-3))
+
+
+def test_melee_needs_two_bots():
+    with pytest.raises(ValueError):
+        xonstat.update_melee([1500.0], [0], [10])

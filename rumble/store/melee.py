@@ -1,0 +1,269 @@
+"""Reassembled melee battles, their bots and the ratings of whole melee battles (rumble/melee.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from rumble.store import Store
+
+Figures = tuple[int, int, int]  # a bot's whole-battle score, bullet damage and firsts
+
+
+@dataclass(frozen=True)
+class PairRow:
+    """What reassembly needs of one logged melee pair."""
+
+    id: int
+    uploader: str
+    client_time: int
+    received_at: str
+    first_id: int
+    first: Figures
+    second_id: int
+    second: Figures
+
+
+@dataclass(frozen=True)
+class MeleeBattle:
+    id: int
+    first_time: int
+    last_time: int
+    last_received: str
+    pairs: int
+
+
+@dataclass(frozen=True)
+class MeleeRating:
+    mu: float
+    sigma: float
+    rated_at: float
+    battles: int
+    xonstat: float
+
+
+_BATTLE = "id, first_time, last_time, last_received, pairs"
+_PAIR = (
+    "id, uploader, client_time, received_at, first_bot_id, first_score, first_bullet_damage, first_firsts, "
+    "second_bot_id, second_score, second_bullet_damage, second_firsts"
+)
+
+
+def _pair(row: tuple) -> PairRow:
+    return PairRow(row[0], row[1], row[2], row[3], row[4], tuple(row[5:8]), row[8], tuple(row[9:12]))
+
+
+def is_melee(db: Store, rumble_id: int) -> bool:
+    row = db.execute("SELECT melee FROM rumbles WHERE id = ?", (rumble_id,)).fetchone()
+    return bool(row and row[0])
+
+
+def pair_row(db: Store, battle_id: int) -> PairRow:
+    return _pair(db.execute(f"SELECT {_PAIR} FROM battles WHERE id = ?", (battle_id,)).fetchone())
+
+
+def iter_pairs(db: Store, rumble_id: int, batch: int = 10_000) -> Iterator[PairRow]:
+    """The rumble's pairs in state 'ok', in log order (for a rebuild)."""
+    last = 0
+    while True:
+        rows = db.execute(
+            f"SELECT {_PAIR} FROM battles WHERE rumble_id = ? AND id > ? AND state = 'ok' ORDER BY id LIMIT ?",
+            (rumble_id, last, batch),
+        ).fetchall()
+        if not rows:
+            return
+        for row in rows:
+            yield _pair(row)
+        last = rows[-1][0]
+
+
+def opens_battle(db: Store, battle_id: int) -> bool:
+    """True if the logged pair ``battle_id`` opened a reassembled battle (its first pair to arrive)."""
+    return db.execute("SELECT 1 FROM melee_battles WHERE id = ?", (battle_id,)).fetchone() is not None
+
+
+def open_battles(db: Store, rumble_id: int, uploader: str) -> list[MeleeBattle]:
+    rows = db.execute(
+        f"SELECT {_BATTLE} FROM melee_battles WHERE rumble_id = ? AND state = 'open' AND uploader = ? ORDER BY id",
+        (rumble_id, uploader),
+    ).fetchall()
+    return [MeleeBattle(*row) for row in rows]
+
+
+def stale_battles(db: Store, rumble_id: int, cutoff: str) -> list[int]:
+    """Open battles whose last pair was received at or before ``cutoff``, oldest first."""
+    rows = db.execute(
+        "SELECT id FROM melee_battles WHERE rumble_id = ? AND state = 'open' AND last_received <= ? "
+        "ORDER BY last_received, id",
+        (rumble_id, cutoff),
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def rated_battles_near(db: Store, rumble_id: int, uploader: str, client_time: int, window_ms: int) -> list[MeleeBattle]:
+    """Rated battles of ``uploader`` whose client times come within ``window_ms`` of ``client_time``."""
+    rows = db.execute(
+        f"SELECT {_BATTLE} FROM melee_battles WHERE rumble_id = ? AND uploader = ? AND state = 'rated' "
+        "AND last_time >= ? AND first_time <= ? ORDER BY id",
+        (rumble_id, uploader, client_time - window_ms, client_time + window_ms),
+    ).fetchall()
+    return [MeleeBattle(*row) for row in rows]
+
+
+def entries(db: Store, melee_id: int) -> dict[int, Figures]:
+    rows = db.execute(
+        "SELECT bot_id, score, bullet_damage, firsts FROM melee_entries WHERE melee_battle_id = ? ORDER BY bot_id",
+        (melee_id,),
+    ).fetchall()
+    return {row[0]: tuple(row[1:]) for row in rows}
+
+
+def pairs_of(db: Store, melee_id: int) -> set[frozenset[int]]:
+    """The bot pairs gathered into a battle (late ones included)."""
+    rows = db.execute(
+        "SELECT b.first_bot_id, b.second_bot_id FROM melee_pairs m JOIN battles b ON b.id = m.battle_id "
+        "WHERE m.melee_battle_id = ?",
+        (melee_id,),
+    ).fetchall()
+    return {frozenset(row) for row in rows}
+
+
+def create_battle(db: Store, melee_id: int, rumble_id: int, uploader: str, client_time: int, received_at: str) -> None:
+    db.execute(
+        "INSERT INTO melee_battles (id, rumble_id, uploader, first_time, last_time, last_received, pairs, state) "
+        "VALUES (?, ?, ?, ?, ?, ?, 0, 'open')",
+        (melee_id, rumble_id, uploader, client_time, client_time, received_at),
+    )
+
+
+def add_pair(db: Store, melee_id: int, pair: PairRow, late: bool) -> None:
+    """Record ``pair`` as part of battle ``melee_id`` (its bots' figures too, if new to the battle)."""
+    db.execute("INSERT INTO melee_pairs (battle_id, melee_battle_id, late) VALUES (?, ?, ?)", (pair.id, melee_id, int(late)))
+    if late:
+        db.execute("UPDATE melee_battles SET late_pairs = late_pairs + 1 WHERE id = ?", (melee_id,))
+        return
+    db.execute(
+        "UPDATE melee_battles SET first_time = min(first_time, ?), last_time = max(last_time, ?), "
+        "last_received = max(last_received, ?), pairs = pairs + 1 WHERE id = ?",
+        (pair.client_time, pair.client_time, pair.received_at, melee_id),
+    )
+    db.conn.executemany(
+        "INSERT OR IGNORE INTO melee_entries (melee_battle_id, bot_id, score, bullet_damage, firsts) VALUES (?, ?, ?, ?, ?)",
+        [(melee_id, pair.first_id, *pair.first), (melee_id, pair.second_id, *pair.second)],
+    )
+
+
+def battle_time(db: Store, melee_id: int) -> str:
+    return db.execute("SELECT last_received FROM melee_battles WHERE id = ?", (melee_id,)).fetchone()[0]
+
+
+def close_battle(db: Store, melee_id: int, closed_by: str, after_battle_id: int) -> None:
+    db.execute(
+        "UPDATE melee_battles SET state = 'rated', closed_by = ?, closed_after_battle_id = ? WHERE id = ?",
+        (closed_by, after_battle_id, melee_id),
+    )
+
+
+def put_entry_ratings(db: Store, melee_id: int, rows: Iterable[tuple]) -> None:
+    """Write (bot, rank, mu before, sigma before, mu after, sigma after, xonstat before, xonstat after) rows."""
+    db.conn.executemany(
+        "UPDATE melee_entries SET rank = ?, mu_before = ?, sigma_before = ?, mu_after = ?, sigma_after = ?, "
+        "xonstat_before = ?, xonstat_after = ? WHERE melee_battle_id = ? AND bot_id = ?",
+        [(*row[1:], melee_id, row[0]) for row in rows],
+    )
+
+
+def ratings_of(db: Store, rumble_id: int, bots: list[int] | None = None) -> dict[int, MeleeRating]:
+    sql = "SELECT bot_id, mu, sigma, rated_at, battles, xonstat FROM melee_ratings WHERE rumble_id = ?"
+    params: list = [rumble_id]
+    if bots is not None:
+        sql += f" AND bot_id IN ({', '.join('?' * len(bots))})"
+        params += bots
+    return {row[0]: MeleeRating(*row[1:]) for row in db.execute(sql, params)}
+
+
+def ratings_by_name(db: Store, rumble_id: int) -> dict[str, MeleeRating]:
+    """The melee ratings of a rumble keyed by bot name (the rankings page)."""
+    rows = db.execute(
+        "SELECT b.full_name, m.mu, m.sigma, m.rated_at, m.battles, m.xonstat FROM melee_ratings m "
+        "JOIN bots b ON b.id = m.bot_id WHERE m.rumble_id = ?",
+        (rumble_id,),
+    ).fetchall()
+    return {row[0]: MeleeRating(*row[1:]) for row in rows}
+
+
+def bot_page(db: Store, rumble_id: int, name: str, limit: int = 20) -> dict | None:
+    """A bot's melee ratings and its latest reassembled battles (newest first), or None if it has
+    none: each battle with its time, state, bots, the bot's score and rank, and its rating changes."""
+    row = db.execute(
+        "SELECT b.id, m.mu, m.sigma, m.rated_at, m.battles, m.xonstat FROM bots b "
+        "LEFT JOIN melee_ratings m ON m.bot_id = b.id AND m.rumble_id = ? WHERE b.full_name = ?",
+        (rumble_id, name),
+    ).fetchone()
+    if row is None:
+        return None
+    battles = db.execute(
+        "SELECT m.id, m.last_received, m.state, m.closed_by, m.pairs, e.score, e.rank, e.mu_before, e.mu_after, "
+        "e.sigma_before, e.sigma_after, e.xonstat_before, e.xonstat_after, "
+        "(SELECT count(*) FROM melee_entries x WHERE x.melee_battle_id = m.id) "
+        "FROM melee_entries e JOIN melee_battles m ON m.id = e.melee_battle_id "
+        "WHERE e.bot_id = ? AND m.rumble_id = ? ORDER BY m.id DESC LIMIT ?",
+        (row[0], rumble_id, limit),
+    ).fetchall()
+    keys = ("id", "received_at", "state", "closed_by", "pairs", "score", "rank", "mu_before", "mu_after",
+            "sigma_before", "sigma_after", "xonstat_before", "xonstat_after", "bots")  # fmt: skip
+    rating = MeleeRating(*row[1:]) if row[1] is not None else None
+    if rating is None and not battles:
+        return None
+    return {"rating": rating, "battles": [dict(zip(keys, b)) for b in battles]}
+
+
+def put_ratings(db: Store, rumble_id: int, rows: Iterable[tuple[int, MeleeRating]]) -> None:
+    db.conn.executemany(
+        "INSERT OR REPLACE INTO melee_ratings (rumble_id, bot_id, mu, sigma, rated_at, battles, xonstat) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(rumble_id, bot, r.mu, r.sigma, r.rated_at, r.battles, r.xonstat) for bot, r in rows],
+    )
+
+
+def record_sweep(db: Store, rumble_id: int, swept_at: str) -> int:
+    """Record a sweep of the rumble at ``swept_at``; returns the battle id it comes after."""
+    after = db.execute("SELECT coalesce(max(id), 0) FROM battles WHERE rumble_id = ?", (rumble_id,)).fetchone()[0]
+    db.execute("INSERT INTO melee_sweeps (rumble_id, after_battle_id, swept_at) VALUES (?, ?, ?)", (rumble_id, after, swept_at))
+    return after
+
+
+def sweeps_in_order(db: Store, rumble_id: int) -> list[tuple[int, str]]:
+    """The rumble's recorded sweeps as (after battle id, time), in order."""
+    return db.execute("SELECT after_battle_id, swept_at FROM melee_sweeps WHERE rumble_id = ? ORDER BY id", (rumble_id,)).fetchall()
+
+
+def melee_rumbles(db: Store) -> list[int]:
+    return [row[0] for row in db.execute("SELECT id FROM rumbles WHERE melee = 1 ORDER BY id")]
+
+
+def clear_rumble(db: Store, rumble_id: int) -> None:
+    """Delete a rumble's reassembled battles and melee ratings (before a rebuild writes them again)."""
+    ids = "SELECT id FROM melee_battles WHERE rumble_id = ?"
+    db.execute(f"DELETE FROM melee_pairs WHERE melee_battle_id IN ({ids})", (rumble_id,))
+    db.execute(f"DELETE FROM melee_entries WHERE melee_battle_id IN ({ids})", (rumble_id,))
+    db.execute("DELETE FROM melee_battles WHERE rumble_id = ?", (rumble_id,))
+    db.execute("DELETE FROM melee_ratings WHERE rumble_id = ?", (rumble_id,))
+
+
+def battle_counts(db: Store, rumble_id: int) -> dict[str, int]:
+    """How many reassembled battles are rated and how many still wait for pairs."""
+    rows = dict(db.execute("SELECT state, count(*) FROM melee_battles WHERE rumble_id = ? GROUP BY state", (rumble_id,)).fetchall())
+    return {"rated": rows.get("rated", 0), "open": rows.get("open", 0)}
+
+
+def dump(db: Store, rumble_id: int) -> dict[str, list[tuple]]:
+    """Every melee row of a rumble, in a fixed order (tests compare online with rebuilt)."""
+    ids = "SELECT id FROM melee_battles WHERE rumble_id = ?"
+    return {
+        "battles": db.execute("SELECT * FROM melee_battles WHERE rumble_id = ? ORDER BY id", (rumble_id,)).fetchall(),
+        "entries": db.execute(f"SELECT * FROM melee_entries WHERE melee_battle_id IN ({ids}) ORDER BY melee_battle_id, bot_id",
+                              (rumble_id,)).fetchall(),  # fmt: skip
+        "pairs": db.execute(f"SELECT * FROM melee_pairs WHERE melee_battle_id IN ({ids}) ORDER BY battle_id", (rumble_id,)).fetchall(),
+        "ratings": db.execute("SELECT * FROM melee_ratings WHERE rumble_id = ? ORDER BY bot_id", (rumble_id,)).fetchall(),
+    }
