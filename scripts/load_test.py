@@ -416,7 +416,7 @@ def rollback_phase(directory: Path, clients: int, uploads: int, bots: int, worke
         stop(server)
     unflagged = json.loads(text)
     assert status == 200 and unflagged["battles"] == removed, text
-    final = check_log(db, distinct(runs), exactly=True)
+    check_log(db, distinct(runs), exactly=True)
     replayed = check_rebuild(db)
     return {"rolled_back_after_oks": rolled["after_oks"], "rolled_back": rolled["battles"], "log_rows": after_rollback["log_rows"],
             "unflagged": unflagged["battles"], "rebuild_replayed_at_end": replayed, **{k: v for k, v in summary(runs).items() if k != "errors"},

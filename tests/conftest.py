@@ -6,9 +6,12 @@ import time
 
 import pytest
 
+from rumble import store
+from rumble.admin_tokens import hash_token, new_token
 from rumble.app import create_app
 from rumble.battle import Battle, Side
 from rumble.protocol.upload import format_upload
+from rumble.store import admin as admin_store
 from rumble.web import close_thread_db
 
 
@@ -81,3 +84,21 @@ def upload(client):
         return response.get_data(as_text=True)
 
     return post
+
+
+def maintainer_token(app, name: str = "alice") -> str:
+    """A new maintainer ``name`` in the app's database; its token (as `rumble admin create-token` prints it)."""
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    token = new_token()
+    with store.write(db):
+        admin_store.add_maintainer(db, name, hash_token(token), store.utc_now())
+    db.close()
+    return token
+
+
+def audit_rows(app) -> list[dict]:
+    """The app's audit log, newest first."""
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    rows = admin_store.audit_rows(db)
+    db.close()
+    return rows

@@ -7,10 +7,9 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from conftest import battle
+from conftest import battle, maintainer_token as _token, audit_rows as _audit
 
 from rumble import store
-from rumble.admin_tokens import hash_token, new_token
 from rumble.app import create_app
 from rumble.cli import cli
 from rumble.protocol.games import load_rumbles
@@ -27,24 +26,8 @@ BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 BOTS = ["a.Alpha 1.0", "b.Beta 1.0", "c.Gamma 1.0", "d.Delta 1.0"]
 
 
-def _token(app, name: str = "alice") -> str:
-    db = store.connect(app.config["RUMBLE"]["DB"])
-    token = new_token()
-    with store.write(db):
-        admin_store.add_maintainer(db, name, hash_token(token), store.utc_now())
-    db.close()
-    return token
-
-
 def _bearer(token: str) -> dict:
     return {"Authorization": f"Bearer {token}"}
-
-
-def _audit(app) -> list[dict]:
-    db = store.connect(app.config["RUMBLE"]["DB"])
-    rows = admin_store.audit_rows(db)
-    db.close()
-    return rows
 
 
 def _login(client, token: str):

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import re
 
-from conftest import battle
+from conftest import battle, maintainer_token as _token, audit_rows as _audit
 
 from rumble import store
-from rumble.admin_tokens import hash_token, new_token
 from rumble.app import create_app
 from rumble.protocol.upload import format_upload
-from rumble.store import admin as admin_store
 from rumble.store.tables import snapshot
 from rumble.web import close_thread_db
 
@@ -19,19 +17,7 @@ BOTS = ["a.Alpha 1.0", "b.Beta 1.0", "c.Gamma 1.0"]
 
 
 def _auth(app) -> dict:
-    db = store.connect(app.config["RUMBLE"]["DB"])
-    token = new_token()
-    with store.write(db):
-        admin_store.add_maintainer(db, "alice", hash_token(token), store.utc_now())
-    db.close()
-    return {"Authorization": f"Bearer {token}"}
-
-
-def _audit(app) -> list[dict]:
-    db = store.connect(app.config["RUMBLE"]["DB"])
-    rows = admin_store.audit_rows(db)
-    db.close()
-    return rows
+    return {"Authorization": f"Bearer {_token(app)}"}
 
 
 def _ladder(upload) -> None:

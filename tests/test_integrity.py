@@ -8,27 +8,16 @@ from collections import defaultdict
 
 import pytest
 from click.testing import CliRunner
-from conftest import battle
+from conftest import battle, maintainer_token as _token, audit_rows as _audit
 
 from rumble import store
-from rumble.admin_tokens import hash_token, new_token
 from rumble.cli import cli
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.upload import format_upload
 from rumble.rebuild import rebuild_rumble
-from rumble.store import admin as admin_store
 from rumble.store.tables import snapshot
 
 BOTS = ["a.Alpha 1.0", "b.Beta 1.0", "c.Gamma 1.0", "d.Delta 1.0", "e.Eps 1.0"]
-
-
-def _token(app, name: str = "alice") -> str:
-    db = store.connect(app.config["RUMBLE"]["DB"])
-    token = new_token()
-    with store.write(db):
-        admin_store.add_maintainer(db, name, hash_token(token), store.utc_now())
-    db.close()
-    return token
 
 
 def _send(client, result, addr: str = "127.0.0.1") -> str:
@@ -94,13 +83,6 @@ def _pairing_battles(app) -> dict[tuple[str, str], int]:
     ).fetchall()
     db.close()
     return {(a, b): n for a, b, n in rows}
-
-
-def _audit(app) -> list[dict]:
-    db = _db(app)
-    rows = admin_store.audit_rows(db)
-    db.close()
-    return rows
 
 
 def _generation(app) -> int:

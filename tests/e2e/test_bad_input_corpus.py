@@ -11,7 +11,6 @@ design (table removal_requests), so that table is left out of the comparison.
 from __future__ import annotations
 
 import socket
-import sqlite3
 import time
 
 import pytest
