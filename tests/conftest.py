@@ -15,6 +15,16 @@ from rumble.store import admin as admin_store
 from rumble.web import close_thread_db
 
 
+@pytest.fixture(scope="session", autouse=True)
+def compiled_rating_step():
+    """Compile the rating step (or load it from numba's cache) once, before any test or server
+    needs it: a first compile takes seconds, which a server start in an end-to-end test would
+    otherwise spend before it answers."""
+    from rumble.ratings.all_pairings import warm_up
+
+    warm_up()
+
+
 def battle(
     first: str = "sample.Corners 1.0",
     second: str = "sample.RamFire 1.0",

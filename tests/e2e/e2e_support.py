@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-START_TIMEOUT_S = 20
+START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 15
 # The headers Java's HttpURLConnection sends with the client's upload, in its order (protocol.md 2).
 JAVA_POST_HEADERS = (
