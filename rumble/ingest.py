@@ -217,7 +217,9 @@ def _choose_batch(db: Store, rumble_id: int, batch: int, min_battles: int, rng: 
         if not candidates:
             break
         kept = priority.within_cap(priority.choose_pairs(candidates, batch - len(chosen), rng), counts, cap)
-        chosen += kept  # never empty: the first pair drawn has both bots under the cap
+        if not kept:  # cannot happen (the first pair drawn has both bots under the cap), but never spin here
+            break
+        chosen += kept
         done = {(a, b) for a, b, _ in kept}
         candidates = [c for c in candidates if (c[0], c[1]) not in done]
     return chosen

@@ -18,7 +18,7 @@ from rumble.ingest import battle_shares, rate
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing
 from rumble.ratings.online import Field
-from rumble.store import Store, pairings
+from rumble.store import Store, bots, pairings, utc_now
 from rumble.store import battles as battle_log
 from rumble.store import melee as melee_rows
 from rumble.store import priority as queue
@@ -88,6 +88,9 @@ def _write(db: Store, rumble_id: int, state: dict[tuple[int, int], Pairing], fie
         ),
     )  # fmt: skip
     active = {bot for bot in field.ids if field.active[field.position[bot]]}
+    # Battles revive bots without an event, so after a rollback the replay may see a bot retired
+    # that the participants table still has active: the replay decides.
+    bots.sync_active(db, rumble_id, {bot: bot in active for bot in field.ids}, utc_now())
     rows = []
     for a in order:
         total = scores.totals_of(p for b, p in by_bot[a] if b in active)

@@ -270,3 +270,30 @@ def test_another_workers_copy_reloads_after_a_rollback(app, client):
     finally:
         worker_b.submit(close_thread_db).result()
         worker_b.shutdown()
+
+
+def test_rolling_back_the_battle_that_revived_a_bot_retires_it_again(app, client):
+    """C is retired, then revived by Mallory's battle (a revival logs no event); rolling that battle
+    back leaves C retired, as a rebuild of the remaining log has it, and the tables stay equal to a
+    rebuild through later uploads and a second retirement (found in review: C stayed active)."""
+    a, b, c, d = BOTS[:4]
+    now = int(time.time() * 1000)
+    n = 0
+    for i, x in enumerate((a, b, c, d)):
+        for y in (a, b, c, d)[i + 1 :]:
+            assert "received" in _send(client, battle(x, y, (3000 + 100 * i, 2500), (20, 15), time_ms=now - (n := n + 1), uploader="Jane"))
+    retire = "version=1&game=roborumble&name=c.Gamma_1.0&dummy=NA\n"
+    assert "retired" in client.post("/RemoveOldParticipant", data=retire).get_data(as_text=True)
+    assert "received" in _send(client, battle(c, a, (5000, 1000), (30, 5), time_ms=now - (n := n + 1), uploader="Mallory"), "10.6.6.6")
+    token = _token(app)
+    assert client.post("/admin/rollback", json={"uploader": "Mallory"}, headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    db = _db(app)
+    (active,) = db.execute("SELECT p.active FROM participants p JOIN bots b ON b.id = p.bot_id WHERE b.full_name = ?", (c,)).fetchone()
+    db.close()
+    assert active == 0
+    _fresh_rebuild_equals_tables(app)
+    for x, y in ((a, b), (b, d)):
+        assert "received" in _send(client, battle(x, y, (3300, 2500), (20, 15), time_ms=now - (n := n + 1), uploader="Jane"))
+    _fresh_rebuild_equals_tables(app)
+    assert "already retired" in client.post("/RemoveOldParticipant", data=retire).get_data(as_text=True)
+    _fresh_rebuild_equals_tables(app)

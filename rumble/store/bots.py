@@ -51,6 +51,22 @@ def set_active(db: Store, rumble_id: int, bot: int, active: bool, now: str) -> N
     )
 
 
+def sync_active(db: Store, rumble_id: int, flags: dict[int, bool], now: str) -> int:
+    """Set each participant's active flag to ``flags[bot]`` where it differs; the number changed.
+
+    A rebuild's replay decides who is active: a bot revived by a battle that was since rolled back
+    is retired again (its retirement time kept if it had one)."""
+    current = dict(db.execute("SELECT bot_id, active FROM participants WHERE rumble_id = ?", (rumble_id,)).fetchall())
+    changed = [(int(active), int(active), now, rumble_id, bot) for bot, active in flags.items()
+               if bot in current and bool(current[bot]) != active]  # fmt: skip
+    db.conn.executemany(
+        "UPDATE participants SET active = ?, retired_at = CASE WHEN ? THEN NULL ELSE coalesce(retired_at, ?) END "
+        "WHERE rumble_id = ? AND bot_id = ?",
+        changed,
+    )
+    return len(changed)
+
+
 def participant_names(db: Store, rumble_id: int, active_only: bool = True) -> dict[str, int]:
     """Names and ids of a rumble's participants."""
     sql = "SELECT b.full_name, b.id FROM participants p JOIN bots b ON b.id = p.bot_id WHERE p.rumble_id = ?"

@@ -202,13 +202,13 @@ def rumble_stats(game: str) -> Response:
     return jsonify(stats_page(get_db(), game))
 
 
-def _ranking_export(rid: int) -> tuple[list[str], Iterable[tuple]]:
-    from rumble.web.pages import ranking_table
+def _ranking_export(rid: int, melee: bool = False) -> tuple[list[str], Iterable[tuple]]:
+    from rumble.web.pages import MELEE_TITLES, ranking_table
 
-    rows, _, _ = ranking_table(get_db(), rid, "-aps")
+    rows, _, _ = ranking_table(get_db(), rid, "-aps", melee)
     for row in rows:
         row["rank_best"], row["rank_worst"] = row.pop("rank_range")
-    columns = ["rank", "rank_best", "rank_worst", "tied", "provisional", *RANKING_COLUMNS]
+    columns = ["rank", "rank_best", "rank_worst", "tied", "provisional", *RANKING_COLUMNS, *(MELEE_TITLES if melee else ())]
     return columns, ([row.get(c) for c in columns] for row in rows)
 
 
@@ -244,7 +244,7 @@ def _snapshot_rows(path: str, table: str, rid: int) -> Iterator[tuple]:
 def export_table(game: str, table: str, fmt: str) -> Response:
     rid = _rumble(game)
     if table == "rankings":
-        columns, rows = _ranking_export(rid)
+        columns, rows = _ranking_export(rid, current_app.extensions["rumble.rumbles"][game].melee)
     else:
         columns = list(export.PAIRING_COLUMNS if table == "pairings" else export.BATTLE_COLUMNS)
         rows = _snapshot_rows(current_app.config["RUMBLE"]["DB"], table, rid)

@@ -132,7 +132,8 @@ def ranking_table(db, rid: int, order: str, melee: bool = False) -> tuple[list[d
     """The rankings rows in ``order`` with provisional marks and statistical ties, and the stability
     banner (state, text): what /Rankings and /api/v1 show. A melee rumble's rows also carry its
     Weng-Lin columns, which ``order`` may name. KeyError for an unknown order."""
-    melee_order = melee and order.lstrip("-") in MELEE_TITLES
+    # A melee rumble shows the whole-battle XonStat Elo (_with_melee), so it sorts by that one too.
+    melee_order = melee and order.lstrip("-") in (*MELEE_TITLES, "xonstat")
     rows = [_with_provisional(row) for row in tables.ranking_rows(db, rid, "-aps" if melee_order else order)]
     if melee:
         _with_melee(rows, melee_store.ratings_by_name(db, rid), order if melee_order else None)

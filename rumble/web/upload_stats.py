@@ -21,7 +21,7 @@ from rumble.store import upload_stats
 log = logging.getLogger(__name__)
 FLUSH_SECONDS = 30.0
 MAX_ERRORS = 50  # reasons kept in memory between flushes
-_GAME = re.compile(r"(?:received for (\S+)|for (\S+) was already received)")
+_GAME = re.compile(r"(?:received for ([^\s,]+)|for ([^\s,]+) was already received)")
 
 
 class Counts:
@@ -96,7 +96,9 @@ def recorded(view):
         try:
             response = view(*args, **kwargs)
         except Exception as error:
-            counts.record("error", "", f"{type(error).__name__}: {error}", (time.perf_counter() - started) * 1000)
+            # The exception's class only: its message may hold paths or data not for a public page
+            # (the server's log has the whole traceback).
+            counts.record("error", "", f"server error ({type(error).__name__})", (time.perf_counter() - started) * 1000)
             raise
         kind, game, reason = outcome(response.get_data(as_text=True))
         counts.record(kind, game, reason, (time.perf_counter() - started) * 1000)

@@ -71,6 +71,8 @@ def test_an_answers_outcome_is_read_from_the_protocols_own_words():
     assert outcome(replies.accepted(a, b, "minirumble", (3, 4), "[alpha.Alpha_1.0,beta.Beta_1.0]")) == ("accepted", "minirumble", "")
     assert outcome(replies.duplicate(a, b, "roborumble", (3, 4))) == ("duplicate", "roborumble", "")
     assert outcome(replies.refused("unknown game 'x'")) == ("refused", "", "unknown game 'x'")
+    # a battle held for review is stored: counted as accepted, under its game without the comma after it
+    assert outcome(replies.held(a, b, "roborumble", (3, 4), "bullet damage above the score")) == ("accepted", "roborumble", "")
 
 
 def test_the_uploads_chart_adds_refusals_and_server_time_once_counted(app, client, upload):
