@@ -27,7 +27,11 @@ infinity handling.
 
 The games are laid out in position (bot-id) order and summed by the same compiled code online and
 in a rebuild, so the two agree bit for bit; against the pure modules' numpy versions, which sum
-in another order, the results agree to rounding (tests/ratings/test_all_pairings.py).
+in another order, the results agree to rounding (tests/ratings/test_all_pairings.py). "The same
+compiled code" means the same machine and build: numpy's exp and LLVM's vector code follow the
+CPU's instruction set (as numpy's sums did before this step was compiled), so a log moved to
+another machine rebuilds to values equal in all but the last bits, and online and rebuild agree
+bit for bit there again.
 
 Compiled code is cached next to this file (numba's ``cache=True``): a worker or a rebuild
 compiles once per installation, not once per process.
