@@ -16,11 +16,14 @@ def record(db: Store, at: str, remote_addr: str | None, user_agent: str | None, 
     )
 
 
-def count_since(db: Store, remote_addr: str | None, since: str) -> int:
-    """The requests from ``remote_addr`` logged at or after ``since``."""
-    return db.execute(
-        "SELECT count(*) FROM removal_requests WHERE remote_addr IS ? AND at >= ?", (remote_addr, since)
-    ).fetchone()[0]
+def count_since(db: Store, remote_addr: str | None, since: str, outcome: str | None = None) -> int:
+    """The requests from ``remote_addr`` logged at or after ``since`` (with ``outcome``, if given)."""
+    sql = "SELECT count(*) FROM removal_requests WHERE remote_addr IS ? AND at >= ?"
+    params: list = [remote_addr, since]
+    if outcome is not None:
+        sql += " AND outcome = ?"
+        params.append(outcome)
+    return db.execute(sql, params).fetchone()[0]
 
 
 def recent(db: Store, limit: int = 50) -> list[dict]:

@@ -113,7 +113,7 @@ def remove_old_participant() -> Response:
 
     Every request is logged with its address, user agent and outcome (``store.removals``); an
     address that sent REMOVALS_PER_HOUR requests in the last hour is refused, in the protocol's
-    own form, until it slows down.
+    own form, until it slows down (and of those refusals only the first in an hour is logged).
     """
     try:
         fields = split_fields(request.get_data()[:4096].decode("utf-8", "replace")) if request.method == "POST" else dict(request.args)
@@ -124,7 +124,10 @@ def remove_old_participant() -> Response:
     now = datetime.now(timezone.utc)
     with store.write(db):
         answer, outcome = _remove(db, game, key, now)
-        removals.record(db, store.format_time(now), request.remote_addr, request.user_agent.string, game, key, outcome)
+        # A flood is logged by its first refusal in the hour only, so it cannot grow the log without end.
+        hour_ago = store.format_time(now - timedelta(hours=1))
+        if outcome != "rate limited" or not removals.count_since(db, request.remote_addr, hour_ago, "rate limited"):
+            removals.record(db, store.format_time(now), request.remote_addr, request.user_agent.string, game, key, outcome)
     return _text(answer)
 
 

@@ -227,6 +227,8 @@ def test_remove_old_participant_is_logged_and_rate_limited_per_address(app, clie
     assert remove("no.Such_1.0") == "OK. ERROR: no bot 'no.Such_1.0' in roborumble\n"
     limited = remove("sample.Tracker_1.0")  # the fourth in the hour from this address
     assert limited.startswith("OK. ERROR: more than 3 RemoveOldParticipant requests from your address in an hour")
+    for _ in range(5):  # a flood: refused each time, logged by its first refusal only
+        assert remove("sample.Tracker_1.0") == limited
     names = {r["name"] for r in client.get("/Rankings?game=roborumble&api=1").json}
     assert "sample.Tracker 1.0" in names and "sample.Walls 0.9b" not in names
     assert remove("sample.Tracker_1.0", addr="10.2.2.2") == "OK. sample.Tracker 1.0 retired from roborumble\n"  # another address
