@@ -91,3 +91,52 @@ def test_the_uploads_chart_adds_refusals_and_server_time_once_counted(app, clien
     assert chart.mimetype == "image/svg+xml"
     text = chart.get_data(as_text=True)
     assert "server time per upload" in text and "uploads refused" in text
+
+
+def _log_counts(db) -> list[tuple]:
+    """An independent count of the log: battles and last upload per rumble, uploader and UTC day."""
+    return db.execute(
+        "SELECT rumble_id, uploader, substr(received_at, 1, 10), count(*), max(received_at) FROM battles GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+    ).fetchall()
+
+
+def _counts(db) -> list[tuple]:
+    return db.execute("SELECT rumble_id, uploader, day, battles, last_upload FROM upload_counts ORDER BY 1, 2, 3").fetchall()
+
+
+def test_upload_counts_follow_the_log_and_are_filled_in_for_an_existing_log(app, upload, tmp_path):
+    """The counts /RumbleStats reads equal a count of the log after uploads, a repeat (not logged)
+    and a refusal; and migration 0010 fills them in for a database that already had a log."""
+    import shutil
+
+    from rumble import store
+    from rumble.store.migrations import migrate, migration_files
+
+    now = int(time.time() * 1000)
+    first = battle("a.A 1", "b.B 1", time_ms=now)
+    for result in (first, first, battle("a.A 1", "c.C 1", time_ms=now + 1, uploader="Zoë"),
+                   battle("a.A 1", "c.C 1", time_ms=now + 2, game="minirumble")):  # fmt: skip
+        upload(result)
+    assert "ERROR" in upload(b"game=roborumble&version=1")
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    assert _counts(db) == _log_counts(db) and sum(row[3] for row in _counts(db)) == 3
+    db.close()
+
+    # A database migrated up to 0009 that logs battles, then gets 0010: the counts are filled in.
+    older = tmp_path / "older"
+    older.mkdir()
+    for path in migration_files():
+        if int(path.name[:4]) < 10:
+            shutil.copy(path, older / path.name)
+    old = store.connect(tmp_path / "old.db", migrate=False)
+    migrate(old, older)
+    source = store.connect(app.config["RUMBLE"]["DB"])
+    for table in ("rumbles", "bots", "battles"):
+        columns = [row[1] for row in source.execute(f"PRAGMA table_info({table})")]
+        rows = source.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall()
+        old.conn.executemany(f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows)
+    source.close()
+    assert "upload_counts" not in old.table_names()
+    migrate(old)
+    assert _counts(old) == _log_counts(old) and sum(row[3] for row in _counts(old)) == 3
+    old.close()
