@@ -430,12 +430,13 @@ def run_load(ladder: Ladder, rumble: RumbleSettings, port: int, args: argparse.N
 
 
 def new_rows(db: Path, skip: int) -> tuple[list[str], list[tuple], list[str]]:
-    """The battle-log columns (without id), the rows after the first ``skip``, and the table's DDL."""
+    """The battle-log columns (without id), the rows after the first ``skip``, and the DDL of the
+    table and its indexes (not its triggers: the baseline is a bare insert into an indexed table)."""
     conn = sqlite3.connect(db)
     try:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(battles)") if row[1] != "id"]
         rows = conn.execute(f"SELECT {', '.join(columns)} FROM battles ORDER BY id LIMIT -1 OFFSET ?", (skip,)).fetchall()
-        ddl = [row[0] for row in conn.execute("SELECT sql FROM sqlite_master WHERE tbl_name = 'battles' AND sql IS NOT NULL")]
+        ddl = [row[0] for row in conn.execute("SELECT sql FROM sqlite_master WHERE tbl_name = 'battles' AND type != 'trigger' AND sql IS NOT NULL")]
     finally:
         conn.close()
     return columns, rows, ddl
