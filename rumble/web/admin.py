@@ -37,6 +37,13 @@ class AdminSessionInterface(SecureCookieSessionInterface):
     def get_cookie_secure(self, app) -> bool:
         return request.is_secure
 
+    def open_session(self, app, request):
+        """Only /admin has a session (its cookie's path is /admin): every other request, the
+        client's uploads above all, gets the empty null session without reading or signing anything."""
+        if not request.path.startswith("/admin"):
+            return self.null_session_class()
+        return super().open_session(app, request)
+
 
 def init_app(app) -> None:
     """Give the app the database's secret key and the admin session's cookie settings."""
