@@ -160,7 +160,7 @@ def rate_pair(aps: np.ndarray, active: np.ndarray, table: np.ndarray, xonstat_ba
     """Rate the battle of the bots at positions ``a`` and ``b`` (A's score share ``share_a``), in place.
 
     ``table`` and ``xonstat_battles`` gain both bots' new values; ``work`` is scratch space of at
-    least 6 × 2n (see ``gather``).
+    least WORK_ROWS × 2n (see ``gather``).
     """
     count_a, total = gather(aps, active, table, n, a, b, now, work)
     exponents = work[X_ELO : X_GLICKO2 + 1, :total]
