@@ -308,3 +308,17 @@ def test_every_admin_command_refuses_without_a_token_once_a_maintainer_exists(ap
     assert (snapshot(conn), conn.execute("SELECT count(*) FROM audit_log").fetchone()[0], admin_store.maintainers(conn)) == before
     assert conn.execute("SELECT count(*) FROM battles WHERE state != 'ok'").fetchone()[0] == 0
     conn.close()
+
+
+def test_only_admin_requests_open_the_session(app):
+    """The admin cookie's path is /admin, so every other request (the client's uploads above all)
+    gets the null session without reading or signing a cookie; /admin gets the signed one."""
+    interface = app.session_interface
+    with app.test_request_context("/UploadedResults", method="POST"):
+        from flask import request
+
+        assert interface.is_null_session(interface.open_session(app, request))
+    with app.test_request_context("/admin/login"):
+        from flask import request
+
+        assert not interface.is_null_session(interface.open_session(app, request))
