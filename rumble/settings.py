@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from rumble.clock import Clock
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -46,6 +48,7 @@ SETTINGS = (
     Setting("REMOVALS_PER_HOUR", 120, "RemoveOldParticipant requests one address may make in an hour; beyond that they are refused (and logged).", int),
     Setting("ADMIN_SESSION_MINUTES", 60.0, "A maintainer's browser login lasts this long, then the login page asks for the token again.", float),
     Setting("SYNCHRONOUS", "NORMAL", "SQLite synchronous pragma: NORMAL survives a crash of the server (WAL); FULL also a power loss.", str),
+    Setting("CLOCK", None, "The server's clock (a rumble.clock.Clock; the system's UTC time by default). Only code sets it, tests above all.", lambda raw: None),
 )
 
 _BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -67,4 +70,6 @@ def load(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None
         values[name] = value
     if values["DB"] is None:
         values["DB"] = str(default_db_path(environ))
+    if values["CLOCK"] is None:
+        values["CLOCK"] = Clock()
     return values
