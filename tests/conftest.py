@@ -25,7 +25,7 @@ def compiled_rating_step():
     """Compile the rating step (or load it from numba's cache) once, before any test or server
     needs it: a first compile takes seconds, which a server start in an end-to-end test would
     otherwise spend before it answers."""
-    from rumble.ratings.all_pairings import warm_up
+    from rumble.ratings.online import warm_up
 
     warm_up()
 

@@ -69,7 +69,7 @@ def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool 
     db.epoch = conn.execute("PRAGMA user_version").fetchone()[0]
     if not memory:
         db.lock_path = path + ".lock"
-        with _file_lock(db):
+        with file_lock(db):
             conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
     if not autocheckpoint:
@@ -77,13 +77,14 @@ def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool 
     if migrate:
         from rumble.store.migrations import migrate as apply_migrations
 
-        with _file_lock(db):
+        with file_lock(db):
             apply_migrations(db)
     return db
 
 
 @contextlib.contextmanager
-def _file_lock(db: Store) -> Iterator[None]:
+def file_lock(db: Store) -> Iterator[None]:
+    """Hold the database file's advisory write lock (every writer's, across processes) for the block."""
     if db.lock_path is None:
         yield
         return
@@ -99,7 +100,7 @@ def _file_lock(db: Store) -> Iterator[None]:
 @contextlib.contextmanager
 def write(db: Store) -> Iterator[Store]:
     """One write transaction: everything inside is committed together or not at all."""
-    with _file_lock(db):
+    with file_lock(db):
         db.conn.execute("BEGIN IMMEDIATE")
         try:
             epoch = db.conn.execute("PRAGMA user_version").fetchone()[0]
@@ -130,7 +131,7 @@ def checkpoint_if_due(db: Store) -> None:
     db.commits_since_checkpoint = 0
     try:
         db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        with _file_lock(db):
+        with file_lock(db):
             db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
     except sqlite3.OperationalError:
         pass  # another connection is checkpointing right now; the next one will catch up
