@@ -50,8 +50,8 @@ class Store(sqlite_utils.Database):
         self.conn.close()
 
 
-CHECKPOINT_EVERY = 1000  # commits of one connection between its WAL checkpoints: fewer fsyncs under the lock;
-# with two workers uploading, the WAL stays under about 190 MB (bench_upload.py)
+CHECKPOINT_EVERY = 1000  # commits of one connection between its WAL checkpoints: fewer fsyncs under the lock,
+# while the WAL stays bounded (scripts/bench_upload.py reports its size)
 
 
 def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool = True, autocheckpoint: bool = True) -> Store:
@@ -123,8 +123,8 @@ def checkpoint_if_due(db: Store) -> None:
     copies nearly everything without holding anyone up, then, if writers appended meanwhile, a
     second under the write lock, which copies the few frames left while nobody appends. Only a
     checkpoint that reaches the end of the WAL lets the next write start the WAL again from its
-    beginning; one that always ran beside writers never did, and the WAL grew without end (2 GB
-    in 30 s of bench_upload.py, every read slower for it).
+    beginning; one that always runs beside writers never does, and the WAL grows without end,
+    every read slower for it.
     """
     if db.commits_since_checkpoint < CHECKPOINT_EVERY:
         return

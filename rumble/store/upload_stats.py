@@ -1,4 +1,4 @@
-"""Upload outcomes and server time per day (migration 0007): the counts a worker adds, and the reads
+"""Upload outcomes and server time per day (migrations 0008 and 0011): the counts a worker adds, and the reads
 behind /RumbleStats' "uploads" tables."""
 
 from __future__ import annotations
