@@ -46,6 +46,7 @@ SETTINGS = (
     Setting("REMOVALS_PER_HOUR", 120, "RemoveOldParticipant requests one address may make in an hour; beyond that they are refused (and logged).", int),
     Setting("ADMIN_SESSION_MINUTES", 60.0, "A maintainer's browser login lasts this long, then the login page asks for the token again.", float),
     Setting("SYNCHRONOUS", "NORMAL", "SQLite synchronous pragma: NORMAL survives a crash of the server (WAL); FULL also a power loss.", str),
+    Setting("ADMIN_FAILURES_PER_HOUR", 20, "Failed maintainer logins, bad tokens and dead sessions one address may present to /admin in an hour; beyond that it is answered 429 without any token being checked.", int),
 )
 
 _BY_NAME = {setting.name: setting for setting in SETTINGS}

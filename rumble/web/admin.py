@@ -1,32 +1,26 @@
-"""The maintainers' blueprint under /admin: authentication, the audit log page, retire and restore.
+"""The maintainers' blueprint under /admin: the audit log page and the maintainers' actions.
 
-Scripts send ``Authorization: Bearer <token>``; browsers log in once at /admin/login and then
-carry a signed session cookie (HttpOnly, SameSite=Strict, Secure over https, path /admin) that
-expires ADMIN_SESSION_MINUTES after the login. Every POST made with a session must carry the
-session's CSRF token in the form: a cookie is sent by the browser on its own, a header is not.
-A revoked token ends its sessions at their next request. Every action is audited in the same
-transaction as the action itself.
+Who may use it (bearer tokens, server-side browser sessions, CSRF, the failure log and its limit)
+is decided in ``rumble.web.admin_auth``. Every action is audited in the same transaction as the
+action itself.
 """
 
 from __future__ import annotations
 
-import functools
-import hmac
-import secrets
-import time
 from datetime import timedelta
 
-from flask import Blueprint, current_app, g, jsonify, redirect, render_template, request, session, url_for
+from flask import Blueprint, current_app, g, jsonify, redirect, render_template, request, url_for
 from flask.sessions import SecureCookieSessionInterface
 
 from rumble import ingest, integrity, overrides, store
-from rumble.admin_tokens import verify_token
 from rumble.store import admin as admin_store
+from rumble.store import admin_auth as admin_auth_store
 from rumble.store import bots
 from rumble.store import integrity as battle_states
 from rumble.store import removals
 from rumble.store.rumbles import rumble_id
-from rumble.web import get_db
+from rumble.web import admin_auth, get_db
+from rumble.web.admin_auth import admin_required, csrf_token
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
@@ -62,102 +56,24 @@ def init_app(app) -> None:
     )
 
 
-def token_owner(db: store.Store, token: str) -> str | None:
-    """The maintainer whose valid token ``token`` is, or None."""
-    owner = None
-    for name, stored in admin_store.active_hashes(db):
-        if verify_token(token, stored) and owner is None:
-            owner = name
-    return owner
-
-
-def csrf_token() -> str:
-    """This session's CSRF token, made on first use (templates put it in every form)."""
-    if "csrf" not in session:
-        session["csrf"] = secrets.token_urlsafe(32)
-    return session["csrf"]
-
-
-def _csrf_ok() -> bool:
-    sent, expected = request.form.get("csrf_token", ""), session.get("csrf", "")
-    return bool(expected) and hmac.compare_digest(sent.encode(), expected.encode())
-
-
-def _authenticate() -> tuple[str | None, int, str]:
-    """(maintainer, 0, '') or (None, status, reason), from the bearer header or the session."""
-    header = request.headers.get("Authorization")
-    if header is not None:
-        g.admin_via = "token"
-        scheme, _, token = header.partition(" ")
-        name = token_owner(get_db(), token.strip()) if scheme.lower() == "bearer" and token.strip() else None
-        return (name, 0, "") if name else (None, 401, "invalid or revoked token")
-    g.admin_via = "session"
-    name = session.get("admin")
-    if name is None:
-        return None, 401, "authentication required"
-    if time.time() >= session.get("admin_until", 0) or not admin_store.is_active(get_db(), name):
-        session.clear()
-        return None, 401, "session expired or token revoked"
-    if request.method not in ("GET", "HEAD") and not _csrf_ok():
-        return None, 403, "missing or wrong CSRF token"
-    return name, 0, ""
-
-
-def _from_browser() -> bool:
-    return g.admin_via == "session" and "text/html" in request.headers.get("Accept", "")
-
-
-def admin_required(view):
-    """Run ``view`` for an authenticated maintainer (``g.admin``); refuse everyone else:
-    401 JSON for scripts, a redirect to the login page for browsers, 403 for a bad CSRF token."""
-
-    @functools.wraps(view)
-    def wrapped(*args, **kwargs):
-        name, status, reason = _authenticate()
-        if name is None:
-            if status == 401 and _from_browser():
-                return redirect(url_for("admin.login", next=request.path))
-            response = jsonify(error=reason)
-            response.status_code = status
-            if status == 401:
-                response.headers["WWW-Authenticate"] = 'Bearer realm="rumble admin"'
-            return response
-        g.admin = name
-        return view(*args, **kwargs)
-
-    return wrapped
-
-
 @bp.route("/login", methods=["GET", "POST"])
 def login():
-    """The browser's login form: the token, checked against the valid ones, starts a session."""
-    target = request.values.get("next", "")
-    target = target if target.startswith("/admin") else url_for("admin.audit_page")  # no open redirect
-    if request.method == "GET":
-        return render_template("admin_login.html", csrf_token=csrf_token(), next=target, error=None)
-    if not _csrf_ok():
-        return render_template("admin_login.html", csrf_token=csrf_token(), next=target, error="The form expired; try again."), 403
-    db = get_db()
-    name = token_owner(db, request.form.get("token", "").strip())
-    if name is None:
-        return render_template("admin_login.html", csrf_token=csrf_token(), next=target, error="That token is not valid."), 401
-    session.clear()  # a fresh session (and CSRF token) for the logged-in maintainer
-    session.permanent = True
-    session.update(admin=name, admin_until=time.time() + 60 * current_app.config["RUMBLE"]["ADMIN_SESSION_MINUTES"])
-    csrf_token()
-    with store.write(db):
-        admin_store.audit(db, name, "login", {"remote_addr": request.remote_addr}, 0, store.utc_now())
-    return redirect(target, code=303)
+    """The browser's login form: a valid token starts a server-side session (rumble.web.admin_auth)."""
+    return admin_auth.login()
 
 
 @bp.post("/logout")
 @admin_required
 def logout():
-    db = get_db()
-    with store.write(db):
-        admin_store.audit(db, g.admin, "logout", {"remote_addr": request.remote_addr}, 0, store.utc_now())
-    session.clear()
-    return redirect(url_for("admin.login"), code=303)
+    """End the browser's session at once: its cookie opens nothing afterwards."""
+    return admin_auth.logout()
+
+
+@bp.get("/failures")
+@admin_required
+def failures_page():
+    """The newest failed logins, bad tokens and dead sessions (where from, when, what was tried), as JSON."""
+    return jsonify(admin_auth_store.recent_failures(get_db(), limit=500))
 
 
 @bp.get("")
@@ -169,13 +85,15 @@ def audit_page():
         rows = admin_store.audit_rows(db)
         flagged = battle_states.battles_in_state(db, "flagged")
         removal_requests = removals.recent(db)
+        failures = admin_auth_store.recent_failures(db)
         stored = overrides.load(db)
     if request.args.get("api") == "1":
         return jsonify(rows)
     games = sorted(current_app.extensions["rumble.rumbles"])
     csrf = csrf_token() if g.admin_via == "session" else ""
     return render_template("admin.html", rows=rows, admin=g.admin, games=games, csrf_token=csrf, flagged=flagged,
-                           removals=removal_requests, clients=stored.accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"]),
+                           removals=removal_requests, failures=failures,
+                           clients=stored.accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"]),
                            rumbles=stored.rumbles(current_app.extensions["rumble.rumbles"]))
 
 
