@@ -44,16 +44,18 @@ def _maintainer(conn: store.Store) -> str:
     the database has no valid maintainer. Refuses (ClickException) otherwise."""
     import os
 
-    from rumble.store.admin import active_hashes
-    from rumble.web.admin import token_owner
+    from rumble.admin_tokens import token_id
+    from rumble.store.admin import any_active
+    from rumble.web.admin_auth import token_owner
 
     token = os.environ.get(TOKEN_VARIABLE, "").strip()
     if token:
         name = token_owner(conn, token)
         if name is None:
-            raise click.ClickException(f"the token in {TOKEN_VARIABLE} is not a valid maintainer token")
+            hint = "" if token_id(token) else " (tokens now read rmb_<id>_<secret>: one made before migration 0012 must be re-issued)"
+            raise click.ClickException(f"the token in {TOKEN_VARIABLE} is not a valid maintainer token{hint}")
         return name
-    if active_hashes(conn):
+    if any_active(conn):
         raise click.ClickException(
             f"this command needs a maintainer token: set {TOKEN_VARIABLE} (`rumble admin create-token NAME` makes one)"
         )
@@ -164,8 +166,8 @@ def admin() -> None:
 @db_option
 @click.argument("name")
 def create_token(db: str | None, name: str) -> None:
-    """Make a new token for maintainer NAME and print it (only its hash is kept: copy it now)."""
-    from rumble.admin_tokens import hash_token, new_token
+    """Make a new token for maintainer NAME and print it (rmb_<id>_<secret>; only the id and a hash are kept: copy it now)."""
+    from rumble.admin_tokens import hash_token, new_token, token_id
     from rumble.store.admin import MaintainerExists, add_maintainer, audit
 
     name = name.strip()
@@ -176,7 +178,7 @@ def create_token(db: str | None, name: str) -> None:
     try:
         who = _maintainer(conn)
         with store.write(conn):
-            add_maintainer(conn, name, hash_token(token), store.utc_now())
+            add_maintainer(conn, name, token_id(token), hash_token(token), store.utc_now())
             audit(conn, who, "create-token", {"maintainer": name}, 0, store.utc_now())
     except MaintainerExists as error:
         raise click.ClickException(str(error)) from None
@@ -189,7 +191,7 @@ def create_token(db: str | None, name: str) -> None:
 @db_option
 @click.argument("name")
 def revoke(db: str | None, name: str) -> None:
-    """Revoke maintainer NAME's token (its browser sessions end at their next request)."""
+    """Revoke maintainer NAME's token and end its browser sessions at once."""
     from rumble.store.admin import audit
     from rumble.store.admin import revoke as revoke_token
 

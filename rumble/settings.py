@@ -49,6 +49,7 @@ SETTINGS = (
     Setting("ADMIN_SESSION_MINUTES", 60.0, "A maintainer's browser login lasts this long, then the login page asks for the token again.", float),
     Setting("SYNCHRONOUS", "NORMAL", "SQLite synchronous pragma: NORMAL survives a crash of the server (WAL); FULL also a power loss.", str),
     Setting("CLOCK", None, "The server's clock (a rumble.clock.Clock; the system's UTC time by default). Only code sets it, tests above all.", lambda raw: None),
+    Setting("ADMIN_FAILURES_PER_HOUR", 20, "Failed maintainer logins, bad tokens and dead sessions one address may present to /admin in an hour; beyond that it is answered 429 without any token being checked.", int),
 )
 
 _BY_NAME = {setting.name: setting for setting in SETTINGS}

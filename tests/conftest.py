@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from rumble import store
-from rumble.admin_tokens import hash_token, new_token
+from rumble.admin_tokens import hash_token, new_token, token_id
 from rumble.app import create_app
 from rumble.battle import Battle, Side
 from rumble.clock import Clock
@@ -159,7 +159,7 @@ def maintainer_token(app, name: str = "alice") -> str:
     db = store.connect(app.config["RUMBLE"]["DB"])
     token = new_token()
     with store.write(db):
-        admin_store.add_maintainer(db, name, hash_token(token), store.utc_now())
+        admin_store.add_maintainer(db, name, token_id(token), hash_token(token), store.utc_now())
     db.close()
     return token
 

@@ -19,7 +19,7 @@ from rumble.store.tables import snapshot
 
 ADMIN_URLS = [
     ("GET", "/admin"), ("POST", "/admin/retire"), ("POST", "/admin/restore"), ("POST", "/admin/logout"),
-    ("GET", "/admin/flagged"), ("GET", "/admin/removals"), ("POST", "/admin/rebuild"), ("POST", "/admin/batch"),
+    ("GET", "/admin/flagged"), ("GET", "/admin/removals"), ("GET", "/admin/failures"), ("POST", "/admin/rebuild"), ("POST", "/admin/batch"),
     ("POST", "/admin/clients"), ("POST", "/admin/rumble-settings"), ("POST", "/admin/flag"), ("POST", "/admin/unflag"), ("POST", "/admin/rollback"),
 ]  # fmt: skip
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}

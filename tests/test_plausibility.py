@@ -10,7 +10,7 @@ import pytest
 from conftest import battle, post_upload
 
 from rumble import store
-from rumble.admin_tokens import hash_token, new_token
+from rumble.admin_tokens import hash_token, new_token, token_id
 from rumble.battle import Side
 from rumble.plausibility import max_score, min_firsts, suspicion
 from rumble.protocol.games import load_rumbles
@@ -71,7 +71,7 @@ def test_a_suspicious_upload_is_answered_ok_logged_flagged_and_not_counted_until
     assert upload(battle("a.A 1", "b.B 1", (3000, 2000), (5, 5), time_ms=_time(db, 2))).kind is Kind.DUPLICATE  # a retry
     token = new_token()
     with store.write(db):
-        admin_store.add_maintainer(db, "alice", hash_token(token), store.utc_now())
+        admin_store.add_maintainer(db, "alice", token_id(token), hash_token(token), store.utc_now())
     auth = {"Authorization": f"Bearer {token}"}
     listed = client.get("/admin/flagged", headers=auth).json
     assert [(b["id"], b["first"], b["first_firsts"], b["second_firsts"]) for b in listed] == [(2, "a.A 1", 5, 5)]

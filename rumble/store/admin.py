@@ -1,7 +1,8 @@
-"""Maintainers, the audit log and the server's secrets (migration 0005).
+"""Maintainers, the audit log and the server's secrets (migrations 0005 and 0012).
 
-Maintainer rows hold a token's hash only (rumble/admin_tokens.py); nothing here ever returns a
-hash except ``active_hashes``, which the authentication layer needs to check a presented token.
+Maintainer rows hold a token's public id and its hash only (rumble/admin_tokens.py); nothing here
+ever returns a hash except ``credential``, which the authentication layer needs to check a
+presented token: the one hash its id selects.
 """
 
 from __future__ import annotations
@@ -15,23 +16,30 @@ class MaintainerExists(ValueError):
     """A maintainer of that name already holds a valid token."""
 
 
-def add_maintainer(db: Store, name: str, token_hash: str, now: str) -> None:
-    """Store a maintainer's token hash; a revoked maintainer gets a new token (caller's transaction)."""
+def add_maintainer(db: Store, name: str, token_id: str, token_hash: str, now: str) -> None:
+    """Store a maintainer's token id and hash; a revoked maintainer gets a new token (caller's transaction)."""
     row = db.execute("SELECT revoked_at FROM maintainers WHERE name = ?", (name,)).fetchone()
     if row is None:
-        db.execute("INSERT INTO maintainers (name, token_hash, created_at) VALUES (?, ?, ?)", (name, token_hash, now))
+        db.execute(
+            "INSERT INTO maintainers (name, token_id, token_hash, created_at) VALUES (?, ?, ?, ?)", (name, token_id, token_hash, now)
+        )
     elif row[0] is None:
         raise MaintainerExists(f"maintainer {name!r} already has a valid token; revoke it first")
     else:
         db.execute(
-            "UPDATE maintainers SET token_hash = ?, created_at = ?, revoked_at = NULL WHERE name = ?", (token_hash, now, name)
+            "UPDATE maintainers SET token_id = ?, token_hash = ?, created_at = ?, revoked_at = NULL WHERE name = ?",
+            (token_id, token_hash, now, name),
         )
 
 
 def revoke(db: Store, name: str, now: str) -> bool:
-    """Revoke a maintainer's token; False if there is no such maintainer with a valid token."""
+    """Revoke a maintainer's token and end its browser sessions at once; False if there is no such
+    maintainer with a valid token."""
     cursor = db.execute("UPDATE maintainers SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", (now, name))
-    return cursor.rowcount == 1
+    if cursor.rowcount != 1:
+        return False
+    db.execute("UPDATE admin_sessions SET ended_at = ?, ended_why = 'revoked' WHERE maintainer = ? AND ended_at IS NULL", (now, name))
+    return True
 
 
 def maintainers(db: Store) -> list[dict]:
@@ -40,14 +48,14 @@ def maintainers(db: Store) -> list[dict]:
     return [dict(zip(("name", "created_at", "revoked_at"), row)) for row in rows]
 
 
-def active_hashes(db: Store) -> list[tuple[str, str]]:
-    """(name, token hash) of every maintainer whose token is valid."""
-    return db.execute("SELECT name, token_hash FROM maintainers WHERE revoked_at IS NULL ORDER BY id").fetchall()
+def credential(db: Store, token_id: str) -> tuple[str, str] | None:
+    """(name, token hash) of the maintainer whose valid token has id ``token_id``, or None."""
+    return db.execute("SELECT name, token_hash FROM maintainers WHERE token_id = ? AND revoked_at IS NULL", (token_id,)).fetchone()
 
 
-def is_active(db: Store, name: str) -> bool:
-    row = db.execute("SELECT 1 FROM maintainers WHERE name = ? AND revoked_at IS NULL", (name,)).fetchone()
-    return row is not None
+def any_active(db: Store) -> bool:
+    """True if some maintainer holds a valid token."""
+    return db.execute("SELECT 1 FROM maintainers WHERE revoked_at IS NULL LIMIT 1").fetchone() is not None
 
 
 def audit(db: Store, who: str, action: str, details: dict, battles: int, now: str) -> int:

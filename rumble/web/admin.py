@@ -1,32 +1,26 @@
-"""The maintainers' blueprint under /admin: authentication, the audit log page, retire and restore.
+"""The maintainers' blueprint under /admin: the audit log page and the maintainers' actions.
 
-Scripts send ``Authorization: Bearer <token>``; browsers log in once at /admin/login and then
-carry a signed session cookie (HttpOnly, SameSite=Strict, Secure over https, path /admin) that
-expires ADMIN_SESSION_MINUTES after the login. Every POST made with a session must carry the
-session's CSRF token in the form: a cookie is sent by the browser on its own, a header is not.
-A revoked token ends its sessions at their next request. Every action is audited in the same
-transaction as the action itself.
+Who may use it (bearer tokens, server-side browser sessions, CSRF, the failure log and its limit)
+is decided in ``rumble.web.admin_auth``. Every action is audited in the same transaction as the
+action itself.
 """
 
 from __future__ import annotations
 
-import functools
-import hmac
-import secrets
-import time
 from datetime import timedelta
 
-from flask import Blueprint, current_app, g, jsonify, redirect, render_template, request, session, url_for
+from flask import Blueprint, current_app, g, jsonify, redirect, render_template, request, url_for
 from flask.sessions import SecureCookieSessionInterface
 
 from rumble import ingest, integrity, overrides, store
-from rumble.admin_tokens import verify_token
 from rumble.store import admin as admin_store
+from rumble.store import admin_auth as admin_auth_store
 from rumble.store import bots
 from rumble.store import integrity as battle_states
 from rumble.store import removals
 from rumble.store.rumbles import rumble_id
-from rumble.web import get_db
+from rumble.web import admin_auth, get_db, now
+from rumble.web.admin_auth import admin_required, csrf_token
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
@@ -62,102 +56,24 @@ def init_app(app) -> None:
     )
 
 
-def token_owner(db: store.Store, token: str) -> str | None:
-    """The maintainer whose valid token ``token`` is, or None."""
-    owner = None
-    for name, stored in admin_store.active_hashes(db):
-        if verify_token(token, stored) and owner is None:
-            owner = name
-    return owner
-
-
-def csrf_token() -> str:
-    """This session's CSRF token, made on first use (templates put it in every form)."""
-    if "csrf" not in session:
-        session["csrf"] = secrets.token_urlsafe(32)
-    return session["csrf"]
-
-
-def _csrf_ok() -> bool:
-    sent, expected = request.form.get("csrf_token", ""), session.get("csrf", "")
-    return bool(expected) and hmac.compare_digest(sent.encode(), expected.encode())
-
-
-def _authenticate() -> tuple[str | None, int, str]:
-    """(maintainer, 0, '') or (None, status, reason), from the bearer header or the session."""
-    header = request.headers.get("Authorization")
-    if header is not None:
-        g.admin_via = "token"
-        scheme, _, token = header.partition(" ")
-        name = token_owner(get_db(), token.strip()) if scheme.lower() == "bearer" and token.strip() else None
-        return (name, 0, "") if name else (None, 401, "invalid or revoked token")
-    g.admin_via = "session"
-    name = session.get("admin")
-    if name is None:
-        return None, 401, "authentication required"
-    if time.time() >= session.get("admin_until", 0) or not admin_store.is_active(get_db(), name):
-        session.clear()
-        return None, 401, "session expired or token revoked"
-    if request.method not in ("GET", "HEAD") and not _csrf_ok():
-        return None, 403, "missing or wrong CSRF token"
-    return name, 0, ""
-
-
-def _from_browser() -> bool:
-    return g.admin_via == "session" and "text/html" in request.headers.get("Accept", "")
-
-
-def admin_required(view):
-    """Run ``view`` for an authenticated maintainer (``g.admin``); refuse everyone else:
-    401 JSON for scripts, a redirect to the login page for browsers, 403 for a bad CSRF token."""
-
-    @functools.wraps(view)
-    def wrapped(*args, **kwargs):
-        name, status, reason = _authenticate()
-        if name is None:
-            if status == 401 and _from_browser():
-                return redirect(url_for("admin.login", next=request.path))
-            response = jsonify(error=reason)
-            response.status_code = status
-            if status == 401:
-                response.headers["WWW-Authenticate"] = 'Bearer realm="rumble admin"'
-            return response
-        g.admin = name
-        return view(*args, **kwargs)
-
-    return wrapped
-
-
 @bp.route("/login", methods=["GET", "POST"])
 def login():
-    """The browser's login form: the token, checked against the valid ones, starts a session."""
-    target = request.values.get("next", "")
-    target = target if target.startswith("/admin") else url_for("admin.audit_page")  # no open redirect
-    if request.method == "GET":
-        return render_template("admin_login.html", csrf_token=csrf_token(), next=target, error=None)
-    if not _csrf_ok():
-        return render_template("admin_login.html", csrf_token=csrf_token(), next=target, error="The form expired; try again."), 403
-    db = get_db()
-    name = token_owner(db, request.form.get("token", "").strip())
-    if name is None:
-        return render_template("admin_login.html", csrf_token=csrf_token(), next=target, error="That token is not valid."), 401
-    session.clear()  # a fresh session (and CSRF token) for the logged-in maintainer
-    session.permanent = True
-    session.update(admin=name, admin_until=time.time() + 60 * current_app.config["RUMBLE"]["ADMIN_SESSION_MINUTES"])
-    csrf_token()
-    with store.write(db):
-        admin_store.audit(db, name, "login", {"remote_addr": request.remote_addr}, 0, store.utc_now())
-    return redirect(target, code=303)
+    """The browser's login form: a valid token starts a server-side session (rumble.web.admin_auth)."""
+    return admin_auth.login()
 
 
 @bp.post("/logout")
 @admin_required
 def logout():
-    db = get_db()
-    with store.write(db):
-        admin_store.audit(db, g.admin, "logout", {"remote_addr": request.remote_addr}, 0, store.utc_now())
-    session.clear()
-    return redirect(url_for("admin.login"), code=303)
+    """End the browser's session at once: its cookie opens nothing afterwards."""
+    return admin_auth.logout()
+
+
+@bp.get("/failures")
+@admin_required
+def failures_page():
+    """The newest failed logins, bad tokens and dead sessions (where from, when, what was tried), as JSON."""
+    return jsonify(admin_auth_store.recent_failures(get_db(), limit=500))
 
 
 @bp.get("")
@@ -169,13 +85,15 @@ def audit_page():
         rows = admin_store.audit_rows(db)
         flagged = battle_states.battles_in_state(db, "flagged")
         removal_requests = removals.recent(db)
+        failures = admin_auth_store.recent_failures(db)
         stored = overrides.load(db)
     if request.args.get("api") == "1":
         return jsonify(rows)
     games = sorted(current_app.extensions["rumble.rumbles"])
     csrf = csrf_token() if g.admin_via == "session" else ""
     return render_template("admin.html", rows=rows, admin=g.admin, games=games, csrf_token=csrf, flagged=flagged,
-                           removals=removal_requests, clients=stored.accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"]),
+                           removals=removal_requests, failures=failures,
+                           clients=stored.accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"]),
                            rumbles=stored.rumbles(current_app.extensions["rumble.rumbles"]))
 
 
@@ -223,9 +141,9 @@ def _participation(action: str, change):
             status, details["error"] = 404, f"no bot {name!r} in rumble {game!r}"
             details["changed"] = False
         else:
-            details["changed"] = change(db, rid, bot, store.utc_now(), f"admin {action} by {g.admin}")
+            details["changed"] = change(db, rid, bot, store.format_time(now()), f"admin {action} by {g.admin}")
             battles = admin_store.bot_battles(db, rid, bot) if details["changed"] else 0
-        admin_store.audit(db, g.admin, action, details, battles, store.utc_now())
+        admin_store.audit(db, g.admin, action, details, battles, store.format_time(now()))
     if g.admin_via == "session":
         return redirect(url_for("admin.audit_page"), code=303)
     response = jsonify(action=action, game=game, bot=name, changed=details["changed"], battles=battles, error=details.get("error"))
@@ -284,7 +202,7 @@ def _battle_action(action: str):
             details["criteria"] = selection.describe()
             outcome = integrity.change_battles(db, action, selection, current_app.config["RUMBLE"]["PRIORITY_MIN_BATTLES"], dry_run)
             details["per_rumble"] = outcome.moved
-        admin_store.audit(db, g.admin, action, details, 0 if outcome is None or dry_run else outcome.battles, store.utc_now())
+        admin_store.audit(db, g.admin, action, details, 0 if outcome is None or dry_run else outcome.battles, store.format_time(now()))
     if g.admin_via == "session" and error is None:
         return redirect(url_for("admin.audit_page"), code=303)
     if error is not None:
@@ -317,14 +235,14 @@ def rebuild():
     with store.write(db):
         if game and game not in known:
             details["error"] = f"no rumble called {game!r}"
-            admin_store.audit(db, g.admin, "rebuild", details, 0, store.utc_now())
+            admin_store.audit(db, g.admin, "rebuild", details, 0, store.format_time(now()))
             return _done("rebuild", 400, error=details["error"])
         games = [game] if game else [name for name in known if battle_states.logged_battles(db, name)]
         stored = overrides.load(db)
         replayed = {name: rebuild_rumble(db, name, stored.rumble(known[name]).rounds, current_app.config["RUMBLE"]["PRIORITY_MIN_BATTLES"])
                     for name in games}  # fmt: skip
         details["replayed"] = replayed
-        admin_store.audit(db, g.admin, "rebuild", details, sum(replayed.values()), store.utc_now())
+        admin_store.audit(db, g.admin, "rebuild", details, sum(replayed.values()), store.format_time(now()))
     return _done("rebuild", replayed=replayed, battles=sum(replayed.values()))
 
 
@@ -340,14 +258,14 @@ def batch():
     if game and game not in current_app.extensions["rumble.rumbles"]:
         details["error"] = f"no rumble called {game!r}"
         with store.write(db):
-            admin_store.audit(db, g.admin, "batch", details, 0, store.utc_now())
+            admin_store.audit(db, g.admin, "batch", details, 0, store.format_time(now()))
         return _done("batch", 400, error=details["error"])
     source = f"admin {g.admin}"
     reports = [jobs.run_rumble(db, game, source=source)] if game else jobs.run_stale(db, source)
     runs = {r.game: {"run": r.run_id, "bots": int(r.ranked.kept.sum()), "battles": r.seen.battles} for r in reports}
     details["runs"] = runs
     with store.write(db):
-        admin_store.audit(db, g.admin, "batch", details, 0, store.utc_now())
+        admin_store.audit(db, g.admin, "batch", details, 0, store.format_time(now()))
     return _done("batch", runs=runs)
 
 
@@ -365,12 +283,12 @@ def clients():
             versions = None if reset else overrides.parse_clients(str(values.get("clients", "")))
         except overrides.SettingError as error:
             details.update(error=str(error), sent=str(values.get("clients", "")))
-            admin_store.audit(db, g.admin, "set-clients", details, 0, store.utc_now())
+            admin_store.audit(db, g.admin, "set-clients", details, 0, store.format_time(now()))
             return _done("set-clients", 400, error=str(error))
-        overrides.set_clients(db, versions, store.utc_now(), g.admin)
+        overrides.set_clients(db, versions, store.format_time(now()), g.admin)
         after = overrides.load(db).accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"])
         details.update(before=list(before), after=list(after), reset=reset)
-        admin_store.audit(db, g.admin, "set-clients", details, 0, store.utc_now())
+        admin_store.audit(db, g.admin, "set-clients", details, 0, store.format_time(now()))
     return _done("set-clients", accepted_clients=list(after))
 
 
@@ -390,11 +308,11 @@ def rumble_settings():
             if base is None:
                 raise overrides.SettingError(f"no rumble called {game!r}")
             value = None if reset else overrides.parse_rumble_value(key, raw)
-            after = overrides.set_rumble(db, base, key, value, store.utc_now(), g.admin)
+            after = overrides.set_rumble(db, base, key, value, store.format_time(now()), g.admin)
         except overrides.SettingError as error:
             details.update(error=str(error), sent=raw)
-            admin_store.audit(db, g.admin, "set-rumble", details, 0, store.utc_now())
+            admin_store.audit(db, g.admin, "set-rumble", details, 0, store.format_time(now()))
             return _done("set-rumble", 400, error=str(error))
         details.update(before=getattr(before, key), after=getattr(after, key), reset=reset)
-        admin_store.audit(db, g.admin, "set-rumble", details, 0, store.utc_now())
+        admin_store.audit(db, g.admin, "set-rumble", details, 0, store.format_time(now()))
     return _done("set-rumble", game=game, key=key, value=getattr(after, key))
