@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rumble.ratings.online import Field
+from rumble.ratings.online import Field, capacity_for
 from rumble.store import Store, read
 from rumble.store import ratings as rating_rows
 
@@ -34,8 +34,8 @@ def _key(rumble_id: int) -> tuple[str, int]:
 def load(db: Store, rumble_id: int) -> RumbleCopy:
     """Read a rumble's participants, pairing APS and ratings into a new Field."""
     seen = rating_rows.version(db, rumble_id)
-    field = Field()
     people = sorted(rating_rows.participants(db, rumble_id))
+    field = Field(capacity_for(len(people)))  # sized once, not grown bot by bot
     for bot, active in people:
         field.set_active(bot, active)
     rows = rating_rows.pairing_aps(db, rumble_id)

@@ -24,7 +24,7 @@ from rumble.admin_tokens import verify_token
 from rumble.store import admin as admin_store
 from rumble.store import bots
 from rumble.store import integrity as battle_states
-from rumble.store import removals
+from rumble.store import removals, stats
 from rumble.store.rumbles import rumble_id
 from rumble.web import get_db
 
@@ -169,13 +169,14 @@ def audit_page():
         rows = admin_store.audit_rows(db)
         flagged = battle_states.battles_in_state(db, "flagged")
         removal_requests = removals.recent(db)
+        retirements = stats.retirements(db, None, limit=50)
         stored = overrides.load(db)
     if request.args.get("api") == "1":
         return jsonify(rows)
     games = sorted(current_app.extensions["rumble.rumbles"])
     csrf = csrf_token() if g.admin_via == "session" else ""
     return render_template("admin.html", rows=rows, admin=g.admin, games=games, csrf_token=csrf, flagged=flagged,
-                           removals=removal_requests, clients=stored.accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"]),
+                           removals=removal_requests, retirements=retirements, clients=stored.accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"]),
                            rumbles=stored.rumbles(current_app.extensions["rumble.rumbles"]))
 
 
