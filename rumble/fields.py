@@ -38,9 +38,8 @@ def load(db: Store, rumble_id: int) -> RumbleCopy:
     field = Field(capacity_for(len(people)))  # sized once, not grown bot by bot
     for bot, active in people:
         field.set_active(bot, active)
-    rows = rating_rows.pairing_aps(db, rumble_id)
-    if rows:
-        ids = np.asarray(field.ids)
+    ids = np.asarray(field.ids)
+    for rows in rating_rows.pairing_aps_chunks(db, rumble_id):  # in chunks: a worker's peak memory
         table = np.asarray(rows, dtype=float)
         where = np.searchsorted(ids, table[:, :2].astype(np.int64))
         field.aps[where[:, 0], where[:, 1]] = table[:, 2] / 100.0
