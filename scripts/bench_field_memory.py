@@ -12,7 +12,8 @@ step (today) and by doubling (before issue 11), in the same run.
    patched into the server process before it forks its worker.
 
 Prints one line per database and rule: the field's capacity, its pairing matrix's size, and the
-worker's RSS and peak. Run: ``.venv/bin/python scripts/bench_field_memory.py --help``.
+worker's RSS and peak; then, per rule, how long one growth of a full field takes at
+``--max-participants`` (under the write lock, in an upload) and adding that many bots one by one. Run: ``.venv/bin/python scripts/bench_field_memory.py --help``.
 """
 
 from __future__ import annotations
@@ -154,6 +155,24 @@ def _wait_until_up(server: subprocess.Popen, port: int, log: Path) -> None:
     raise RuntimeError(f"the server did not answer within 300 s; see {log}")
 
 
+def growth_times(n: int) -> tuple[float, float]:
+    """Seconds to grow a full field at ``n`` bots once, and to add ``n`` bots one by one from empty
+    (every copy of the matrix the growth rule makes on the way), with the rule in force."""
+    from rumble.ratings.online import Field
+
+    field = Field(n)
+    for bot in range(1, n + 1):
+        field.add(bot)
+    start = time.perf_counter()
+    field.add(n + 1)  # full: this one grows it
+    once = time.perf_counter() - start
+    start = time.perf_counter()
+    field = Field()
+    for bot in range(1, n + 1):
+        field.add(bot)
+    return once, time.perf_counter() - start
+
+
 def participants(db_path: Path) -> int:
     conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
     try:
@@ -180,6 +199,15 @@ def main(argv: list[str] | None = None) -> int:
             _, rss, peak = worker_memory(path, rule, args.workdir)
             print(f"{f'{path.name} ({n:,} bots)':<34} {rule:<9} {capacity:>8,} {capacity**2 * 8 / 1e6:>9.1f} "
                   f"{rss / 1024:>13.1f} {peak / 1024:>8.1f}", flush=True)  # fmt: skip
+    from rumble import fields
+    from rumble.ratings import online
+
+    for rule in ("step", "doubling"):
+        if rule == "doubling":
+            online.capacity_for = fields.capacity_for = doubling
+        once, total = growth_times(args.max_participants)
+        print(f"{rule:<9} growing a full {args.max_participants:,}-bot field once: {once * 1000:.0f} ms; "
+              f"adding {args.max_participants:,} bots one by one: {total:.2f} s")  # fmt: skip
     return 0
 
 
