@@ -128,3 +128,16 @@ def test_admin_restores_a_retirement_with_the_button_next_to_it(app, client, lad
     assert "sample.Walls_0.9b" in _ratings_keys(client)
     section = client.get("/admin", headers=BROWSER).get_data(as_text=True).split("<h2>Recent retirements</h2>")[1].split("<h2>")[0]
     assert "<td>back</td>" in section and "/admin/restore" not in section
+
+
+@pytest.mark.parametrize("source, shown", [
+    ("RemoveOldParticipant (uploader Jane Doe) from 203.0.113.77", "RemoveOldParticipant (uploader Jane Doe) from 203.0.113.x"),
+    ("RemoveOldParticipant (uploader Jane Doe) from 2001:db8:1:2::5", "RemoveOldParticipant (uploader Jane Doe) from 2001:db8:1::/48"),
+    ("RemoveOldParticipant from 127.0.0.1", "RemoveOldParticipant from 127.0.0.x"),  # as sources read before migration 0016
+    ("RemoveOldParticipant (uploader x from 10.0.0.1) from 192.0.2.9", "RemoveOldParticipant (uploader x from 10.0.0.1) from 192.0.2.x"),
+    ("admin retire by alice", "admin retire by alice"),
+])  # fmt: skip
+def test_the_public_source_shows_the_network_not_the_address(source, shown):
+    from rumble.web.pages import public_source
+
+    assert public_source(source) == shown
