@@ -172,7 +172,8 @@ def _remove(db, game: str, key: str, moment: datetime) -> tuple[str, str]:
     name = next((candidate for candidate in key_candidates(key) if candidate in known), None)
     if name is None:
         return replies.refused(f"no bot {key!r} in {game}"), "unknown bot"
-    # The source names the uploader before the address: exports and /RumbleStats cut at " from ".
+    # The address comes last: exports drop all from the first " from " on, /RumbleStats masks what
+    # follows the last one (rumble.web.pages.public_source).
     source = f"RemoveOldParticipant (uploader {uploader}) from {request.remote_addr}"
     if not ingest.retire(db, rid, known[name], store.format_time(moment), source):
         return replies.plain(f"OK. {name} was already retired from {game}") + "\n", "already retired"
