@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rumble.ratings.online import Field
+from rumble.ratings.online import Field, capacity_for
 from rumble.store import Store, read
 from rumble.store import ratings as rating_rows
 
@@ -34,13 +34,12 @@ def _key(rumble_id: int) -> tuple[str, int]:
 def load(db: Store, rumble_id: int) -> RumbleCopy:
     """Read a rumble's participants, pairing APS and ratings into a new Field."""
     seen = rating_rows.version(db, rumble_id)
-    field = Field()
     people = sorted(rating_rows.participants(db, rumble_id))
+    field = Field(capacity_for(len(people)))  # sized once, not grown bot by bot
     for bot, active in people:
         field.set_active(bot, active)
-    rows = rating_rows.pairing_aps(db, rumble_id)
-    if rows:
-        ids = np.asarray(field.ids)
+    ids = np.asarray(field.ids)
+    for rows in rating_rows.pairing_aps_chunks(db, rumble_id):  # in chunks: a worker's peak memory
         table = np.asarray(rows, dtype=float)
         where = np.searchsorted(ids, table[:, :2].astype(np.int64))
         field.aps[where[:, 0], where[:, 1]] = table[:, 2] / 100.0

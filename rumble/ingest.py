@@ -42,8 +42,8 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     if rumble_id is None:
         raise LookupError(f"rumble {battle.game!r} is not in the database")
     when = battle.received_at
-    a = bots.bot_id(db, battle.first.name, when)
-    b = bots.bot_id(db, battle.second.name, when)
+    a = bots.bot_id(db, battle.first.name, when, battle.remote_addr)
+    b = bots.bot_id(db, battle.second.name, when, battle.remote_addr)
     copy = fields.current(db, rumble_id)  # before this battle is logged: it reflects the log up to here
     battle_id = battle_log.append_battle(db, rumble_id, a, b, battle)
     if battle_id is None or battle.state != "ok":  # a repeat, or a battle logged as not counting

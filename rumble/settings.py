@@ -50,6 +50,9 @@ SETTINGS = (
     Setting("SYNCHRONOUS", "NORMAL", "SQLite synchronous pragma: NORMAL survives a crash of the server (WAL); FULL also a power loss.", str),
     Setting("CLOCK", None, "The server's clock (a rumble.clock.Clock; the system's UTC time by default). Only code sets it, tests above all.", lambda raw: None),
     Setting("ADMIN_FAILURES_PER_HOUR", 20, "Failed maintainer logins, bad tokens and dead sessions one address may present to /admin in an hour; beyond that it is answered 429 without any token being checked.", int),
+    Setting("REMOVAL_TRUST_DAYS", 7.0, "A RemoveOldParticipant request counts only from an address that uploaded accepted battles to that rumble within this many days.", float),
+    Setting("NEW_BOTS_PER_HOUR", 50, "New bots (names no upload gave before) one address may add in an hour; an upload naming one more is refused.", int),
+    Setting("MAX_PARTICIPANTS", 3000, "Participants (active or retired) a rumble may hold; an upload adding one more is refused.", int),
 )
 
 _BY_NAME = {setting.name: setting for setting in SETTINGS}

@@ -280,7 +280,7 @@ def test_rolling_back_the_battle_that_revived_a_bot_retires_it_again(app, client
         for y in (a, b, c, d)[i + 1 :]:
             assert _send(client, battle(x, y, (3000 + 100 * i, 2500), (20, 15), time_ms=now - (n := n + 1), uploader="Jane")) is Kind.ACCEPTED
     retire = "version=1&game=roborumble&name=c.Gamma_1.0&dummy=NA\n"
-    assert "retired" in client.post("/RemoveOldParticipant", data=retire).get_data(as_text=True)
+    assert client.post("/RemoveOldParticipant", data=retire).get_data(as_text=True) == "OK. c.Gamma 1.0 retired from roborumble\n"
     assert _send(client, battle(c, a, (5000, 1000), (30, 5), time_ms=now - (n := n + 1), uploader="Mallory"), "10.6.6.6") is Kind.ACCEPTED
     token = _token(app)
     assert client.post("/admin/rollback", json={"uploader": "Mallory"}, headers={"Authorization": f"Bearer {token}"}).status_code == 200
@@ -292,5 +292,5 @@ def test_rolling_back_the_battle_that_revived_a_bot_retires_it_again(app, client
     for x, y in ((a, b), (b, d)):
         assert _send(client, battle(x, y, (3300, 2500), (20, 15), time_ms=now - (n := n + 1), uploader="Jane")) is Kind.ACCEPTED
     _fresh_rebuild_equals_tables(app)
-    assert "already retired" in client.post("/RemoveOldParticipant", data=retire).get_data(as_text=True)
+    assert client.post("/RemoveOldParticipant", data=retire).get_data(as_text=True) == "OK. c.Gamma 1.0 was already retired from roborumble\n"
     _fresh_rebuild_equals_tables(app)

@@ -34,6 +34,17 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
     return cursor.lastrowid if cursor.rowcount == 1 else None
 
 
+def latest_uploader(db: Store, remote_addr: str | None, rumble_id: int, since: str) -> str | None:
+    """The uploader of the newest battle in state 'ok' that ``remote_addr`` uploaded to the rumble
+    at or after ``since``; None if it uploaded none (one seek in ``battles_by_address``)."""
+    row = db.execute(
+        "SELECT uploader FROM battles WHERE remote_addr = ? AND rumble_id = ? AND received_at >= ? AND state = 'ok' "
+        "ORDER BY received_at DESC LIMIT 1",
+        (remote_addr, rumble_id, since),
+    ).fetchone()
+    return row[0] if row else None
+
+
 @dataclass(frozen=True)
 class LoggedBattle:
     """What a rebuild needs of one log row."""

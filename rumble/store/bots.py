@@ -6,8 +6,9 @@ from rumble.protocol.names import split_name
 from rumble.store import Store
 
 
-def bot_id(db: Store, name: str, now: str) -> int:
-    """The id of bot ``name``, created if new (inside the caller's transaction)."""
+def bot_id(db: Store, name: str, now: str, origin: str | None = None) -> int:
+    """The id of bot ``name``, created if new (inside the caller's transaction) and then recorded
+    as first named by the address ``origin`` (an upload's; see ``new_bots_since``)."""
     ids = db._cache.setdefault("bot_ids", {})
     found = ids.get(name)
     if found is not None:
@@ -20,6 +21,7 @@ def bot_id(db: Store, name: str, now: str) -> int:
             (name, package, class_name, version, now),
         )
         found = cursor.lastrowid
+        db.execute("INSERT INTO bot_origins (bot_id, remote_addr, created_at) VALUES (?, ?, ?)", (found, origin, now))
     else:
         found = row[0]
     ids[name] = found
@@ -29,6 +31,17 @@ def bot_id(db: Store, name: str, now: str) -> int:
 def find_bot(db: Store, name: str) -> int | None:
     row = db.execute("SELECT id FROM bots WHERE full_name = ?", (name,)).fetchone()
     return row[0] if row else None
+
+
+def new_bots_since(db: Store, remote_addr: str | None, since: str) -> int:
+    """The bots first named by uploads from ``remote_addr`` at or after ``since`` (migration 0013)."""
+    sql = "SELECT count(*) FROM bot_origins WHERE remote_addr IS ? AND created_at >= ?"
+    return db.execute(sql, (remote_addr, since)).fetchone()[0]
+
+
+def participant_count(db: Store, rumble_id: int) -> int:
+    """Every participant of a rumble, active or retired: what each worker's field holds."""
+    return db.execute("SELECT count(*) FROM participants WHERE rumble_id = ?", (rumble_id,)).fetchone()[0]
 
 
 def participant_state(db: Store, rumble_id: int, bot: int) -> bool | None:

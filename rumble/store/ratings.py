@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from rumble.ratings.online import BotRatings
 from rumble.store import Store
@@ -88,6 +88,14 @@ def pairing_aps(db: Store, rumble_id: int, pairs: list[tuple[int, int]] | None =
             (rumble_id, a, b, a, b),
         ).fetchall()
     return rows
+
+
+def pairing_aps_chunks(db: Store, rumble_id: int, size: int = 50_000) -> Iterator[list[tuple[int, int, float]]]:
+    """(bot, opponent, APS) of every pairing of the rumble, ``size`` rows at a time (a 1,200-bot
+    rumble has 1.44 M: read at once, their Python tuples took some 280 MB of a worker's peak)."""
+    cursor = db.execute("SELECT bot_id, opponent_id, aps FROM pairings WHERE rumble_id = ?", (rumble_id,))
+    while rows := cursor.fetchmany(size):
+        yield rows
 
 
 def events_in_order(db: Store, rumble_id: int) -> list[tuple[int, int, bool, int]]:

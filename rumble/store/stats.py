@@ -44,3 +44,18 @@ def lacking_pairings(db: Store, rumble_id: int, limit: int = 50) -> list[dict]:
     ).fetchall()
     return [{"name": name, "missing": missing, "battles": battles, "last_battle": (last or "")[:19]}
             for name, missing, battles, last in rows]  # fmt: skip
+
+
+def retirements(db: Store, rumble_id: int | None, limit: int = 20) -> list[dict]:
+    """The newest retirements (of one rumble, or all), newest first: the bot, when, who asked
+    (``participant_events.source``) and whether it is still retired."""
+    where, params = ("AND e.rumble_id = ?", [rumble_id]) if rumble_id is not None else ("", [])
+    rows = db.execute(
+        "SELECT r.name, b.full_name, e.happened_at, e.source, p.active = 0 FROM participant_events e "
+        "JOIN rumbles r ON r.id = e.rumble_id JOIN bots b ON b.id = e.bot_id "
+        "JOIN participants p ON p.rumble_id = e.rumble_id AND p.bot_id = e.bot_id "
+        f"WHERE e.active = 0 {where} ORDER BY e.id DESC LIMIT ?",
+        [*params, limit],
+    ).fetchall()
+    return [{"game": game, "name": name, "at": at[:19], "source": source, "retired": bool(retired)}
+            for game, name, at, source, retired in rows]  # fmt: skip

@@ -17,7 +17,7 @@ from rumble.store import admin as admin_store
 from rumble.store import admin_auth as admin_auth_store
 from rumble.store import bots
 from rumble.store import integrity as battle_states
-from rumble.store import removals
+from rumble.store import removals, stats
 from rumble.store.rumbles import rumble_id
 from rumble.web import admin_auth, get_db, now
 from rumble.web.admin_auth import admin_required, csrf_token
@@ -86,13 +86,14 @@ def audit_page():
         flagged = battle_states.battles_in_state(db, "flagged")
         removal_requests = removals.recent(db)
         failures = admin_auth_store.recent_failures(db)
+        retirements = stats.retirements(db, None, limit=50)
         stored = overrides.load(db)
     if request.args.get("api") == "1":
         return jsonify(rows)
     games = sorted(current_app.extensions["rumble.rumbles"])
     csrf = csrf_token() if g.admin_via == "session" else ""
     return render_template("admin.html", rows=rows, admin=g.admin, games=games, csrf_token=csrf, flagged=flagged,
-                           removals=removal_requests, failures=failures,
+                           removals=removal_requests, failures=failures, retirements=retirements,
                            clients=stored.accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"]),
                            rumbles=stored.rumbles(current_app.extensions["rumble.rumbles"]))
 

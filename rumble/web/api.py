@@ -62,7 +62,7 @@ ENDPOINTS = [
                f"win_probability, head_to_head, {PAGE_FIELDS}: [{{name, a_aps, b_aps, diff, a_survival, b_survival, diff_survival, "
                "a_battles, b_battles, opponent_aps}]"},
     {"rule": "/api/v1/stats", "summary": "Contributors, battles per day and rumble counts over every rumble (as /RumbleStats).",
-     "params": {}, "fields": "game (null), days, rumbles, uploaders: [{uploader, battles, recent, last_upload}], uploads_per_day: [{day, battles}], lacking_pairings ([])"},
+     "params": {}, "fields": "game (null), days, rumbles, uploaders: [{uploader, battles, recent, last_upload}], uploads_per_day: [{day, battles}], retirements: [{game, name, at, source (address cut to its network), retired}], lacking_pairings ([])"},
     {"rule": "/api/v1/rumbles/<game>/stats", "summary": "The same for one rumble, with the bots lacking pairings.",
      "params": {}, "fields": "as /api/v1/stats, and lacking_pairings: [{name, missing, battles, last_battle}]"},
     {"rule": "/api/v1/rumbles/<game>/export/<any(rankings, pairings, battles):table>.<any(csv, json):fmt>",

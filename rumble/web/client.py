@@ -13,11 +13,12 @@ from datetime import datetime, timedelta
 
 from flask import Blueprint, Response, current_app, g, request
 
-from rumble import fields, ingest, overrides, plausibility, store
+from rumble import fields, growth, ingest, overrides, plausibility, store
 from rumble.protocol import ProtocolError, replies
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fields
+from rumble.store import battles as battle_log
 from rumble.store import bots, tables
 from rumble.store import integrity as battle_states
 from rumble.store import melee as melee_store
@@ -81,6 +82,10 @@ def _receive(db, moment: datetime) -> UploadOutcome:
     with store.write(db):
         # Stamped under the write lock, so receive times never go backwards along the log.
         battle = ingest.with_receipt(battle, request.remote_addr, now())
+        hour_ago = store.format_time(now() - timedelta(hours=1))
+        too_many = growth.refusal(db, battle, hour_ago, settings["NEW_BOTS_PER_HOUR"], settings["MAX_PARTICIPANTS"])
+        if too_many is not None:  # nothing of it written: not the battle, not a bot's row
+            return _refused(too_many)
         applied = ingest.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
         pair = None
         if applied.stored and suspicion is not None:
@@ -117,16 +122,24 @@ def ratings_file() -> Response:
     return _text("".join(line + "\n" for line in lines))
 
 
-@bp.route("/RemoveOldParticipant", methods=["GET", "POST"])
+@bp.route("/RemoveOldParticipant", methods=["GET", "POST"])  # GET (and with it HEAD) only to be refused
 def remove_old_participant() -> Response:
     """Retire a bot named by its ratings-file key (``_`` for the space); the client only prints the answer.
 
-    Every request is logged with its address, user agent and outcome (``store.removals``); an
-    address that sent REMOVALS_PER_HOUR requests in the last hour is refused, in the protocol's
-    own form, until it slows down (and of those refusals only the first in an hour is logged).
+    POST only: a GET or HEAD would let any web page (an ``<img>``) retire bots from its visitors'
+    browsers. A removal counts only from an address that uploaded accepted battles to the rumble
+    within REMOVAL_TRUST_DAYS. Every POST is logged with its address, user agent and outcome
+    (``store.removals``); an address that sent REMOVALS_PER_HOUR requests in the last hour is
+    refused, in the protocol's own form, until it slows down (and of those refusals only the
+    first in an hour is logged).
     """
+    if request.method != "POST":
+        response = Response("RemoveOldParticipant retires a bot only when POSTed, as the RoboRumble client sends it; "
+                            "a GET or HEAD changes nothing.\n", status=405, mimetype="text/plain")  # fmt: skip
+        response.headers["Allow"] = "POST"
+        return response
     try:
-        fields = split_fields(request.get_data()[:4096].decode("utf-8", "replace")) if request.method == "POST" else dict(request.args)
+        fields = split_fields(request.get_data()[:4096].decode("utf-8", "replace"))
     except ProtocolError as error:
         return _text(replies.refused(str(error)))
     game, key = fields.get("game", ""), fields.get("name", "")
@@ -143,16 +156,25 @@ def remove_old_participant() -> Response:
 
 def _remove(db, game: str, key: str, moment: datetime) -> tuple[str, str]:
     """The answer to a RemoveOldParticipant request and its outcome for the log (in the write transaction)."""
-    limit = _settings()["REMOVALS_PER_HOUR"]
+    settings = _settings()
+    limit = settings["REMOVALS_PER_HOUR"]
     if removals.count_since(db, request.remote_addr, store.format_time(moment - timedelta(hours=1))) >= limit:
         return replies.refused(f"more than {limit} RemoveOldParticipant requests from your address in an hour; try again later"), "rate limited"
     if game not in current_app.extensions["rumble.rumbles"]:
         return replies.refused(f"unknown game {game!r}"), "unknown game"
     rid = rumble_id(db, game)
+    days = settings["REMOVAL_TRUST_DAYS"]
+    uploader = battle_log.latest_uploader(db, request.remote_addr, rid, store.format_time(moment - timedelta(days=days)))
+    if uploader is None:
+        return replies.refused(f"your address uploaded no accepted battles to {game} in the last {days:g} days; "
+                               "only an address that uploads to a rumble may retire its bots"), "not trusted"  # fmt: skip
     known = bots.participant_names(db, rid, active_only=False)
     name = next((candidate for candidate in key_candidates(key) if candidate in known), None)
     if name is None:
         return replies.refused(f"no bot {key!r} in {game}"), "unknown bot"
-    if not ingest.retire(db, rid, known[name], store.format_time(moment), f"RemoveOldParticipant from {request.remote_addr}"):
+    # The address comes last: exports drop all from the first " from " on, /RumbleStats masks what
+    # follows the last one (rumble.web.pages.public_source).
+    source = f"RemoveOldParticipant (uploader {uploader}) from {request.remote_addr}"
+    if not ingest.retire(db, rid, known[name], store.format_time(moment), source):
         return replies.plain(f"OK. {name} was already retired from {game}") + "\n", "already retired"
     return replies.plain(f"OK. {name} retired from {game}") + "\n", "retired"

@@ -3,6 +3,7 @@ twin), and the score explanation; the bot pages (details, pairing, compare) are 
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import datetime, timedelta, timezone
 from urllib.parse import quote_plus
 
@@ -222,7 +223,24 @@ def stats_page(db, game: str | None) -> dict:
         "lacking_pairings": stats.lacking_pairings(db, rid) if rid is not None else [],
         "uploads": upload_stats.per_day(db, game, since[:10]),
         "upload_errors": upload_stats.latest_errors(db) if game is None else [],
+        "retirements": [dict(r, source=public_source(r["source"])) for r in stats.retirements(db, rid)],
     }
+
+
+def public_source(source: str) -> str:
+    """A retirement's source as the public pages show it: the address (after the last " from ")
+    cut to its network, /24 or /48, so that an author sees who retired their bot and where from
+    without the page publishing uploaders' addresses (/admin shows them whole)."""
+    head, found, addr = source.rpartition(" from ")
+    if not found:
+        return source
+    try:
+        ip = ipaddress.ip_address(addr)
+    except ValueError:
+        return head
+    if ip.version == 4:
+        return f"{head} from {'.'.join(str(ip).split('.')[:3])}.x"
+    return f"{head} from {ipaddress.ip_network(f'{ip}/48', strict=False)}"
 
 
 @bp.get("/ScoreExplanation")

@@ -23,7 +23,7 @@ from .e2e_support import post_like_java, read_only
 pytestmark = pytest.mark.e2e
 
 TABLES = ("battles", "bots", "participants", "participant_events", "pairings", "bot_summaries", "ratings", "priority_battles",
-          "battle_flags", "audit_log", "admin_settings", "maintainers", "rumbles")  # fmt: skip
+          "battle_flags", "audit_log", "admin_settings", "maintainers", "rumbles", "bot_origins")  # fmt: skip
 
 
 def _battle(**changes) -> Battle:
@@ -140,6 +140,11 @@ CORPUS: list[tuple[str, bytes, int, str]] = [
     ("DELETE on the upload URL", request("DELETE", UP), 405, "Method Not Allowed"),
     ("POST on RatingsFile", request("POST", "/RatingsFile?game=roborumble"), 405, "Method Not Allowed"),
     ("PUT on RemoveOldParticipant", request("PUT", "/RemoveOldParticipant"), 405, "Method Not Allowed"),
+    ("GET on RemoveOldParticipant (an <img> on any page)",
+     request("GET", "/RemoveOldParticipant?version=1&game=roborumble&name=sample.Corners_1.0&dummy=NA"), 405,
+     "RemoveOldParticipant retires a bot only when POSTed, as the RoboRumble client sends it; a GET or HEAD changes nothing.\n"),
+    ("HEAD on RemoveOldParticipant", request("HEAD", "/RemoveOldParticipant?version=1&game=roborumble&name=sample.Corners_1.0&dummy=NA"),
+     405, ""),
     ("RemoveOldParticipant of an unknown game", post("/RemoveOldParticipant", b"version=1&game=nosuch&name=sample.Corners_1.0&dummy=NA\n"),
      200, "OK. ERROR: unknown game 'nosuch'"),
     ("RemoveOldParticipant of an injected name",

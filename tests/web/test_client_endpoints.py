@@ -152,7 +152,7 @@ def test_remove_old_participant_retires_and_an_upload_revives(app, client, uploa
     with _db(app) as conn:
         assert conn.execute("SELECT count(*) FROM battles").fetchone()[0] == 2  # battles stay in the log
         event = conn.execute("SELECT active, after_battle_id, source FROM participant_events").fetchall()
-    assert event == [(0, 2, "RemoveOldParticipant from 127.0.0.1")]
+    assert event == [(0, 2, "RemoveOldParticipant (uploader Jane Doe) from 127.0.0.1")]
     upload(battle(time_ms=now + 2))  # RamFire uploads again: revived
     corners = next(r for r in client.get("/Rankings?game=roborumble&api=1").json if r["name"] == "sample.Corners 1.0")
     assert (corners["pairings"], corners["battles"]) == (2, 3)
@@ -230,8 +230,9 @@ def test_remove_old_participant_is_logged_and_rate_limited_per_address(app, clie
     from rumble import store
     from rumble.store import removals
 
-    upload(battle(first="sample.Walls 0.9b", second="sample.Corners 1.0"))
-    upload(battle(first="sample.Tracker 1.0", second="sample.Corners 1.0"))
+    for addr in ("10.1.1.1", "10.2.2.2"):  # both addresses upload to roborumble, so their removals count
+        post_upload(client, battle(first="sample.Walls 0.9b", second="sample.Corners 1.0", uploader=addr), environ_base={"REMOTE_ADDR": addr})
+        post_upload(client, battle(first="sample.Tracker 1.0", second="sample.Corners 1.0", uploader=addr), environ_base={"REMOTE_ADDR": addr})
     app.config["RUMBLE"]["REMOVALS_PER_HOUR"] = 3
 
     def remove(name: str, addr: str = "10.1.1.1") -> str:

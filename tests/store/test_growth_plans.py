@@ -1,0 +1,42 @@
+"""The queries behind trusted removals and bounded growth seek an index, never scan the log."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from conftest import battle
+
+from rumble import store
+from rumble.store import battles as battle_log
+from rumble.store import bots
+from rumble.store.rumbles import rumble_id
+
+
+def _plan(db, call) -> str:
+    statements: list[str] = []
+    db.conn.set_trace_callback(statements.append)
+    try:
+        call()
+    finally:
+        db.conn.set_trace_callback(None)
+    (query,) = statements
+    return " ".join(row[3] for row in db.conn.execute("EXPLAIN QUERY PLAN " + query))
+
+
+def test_the_trust_check_seeks_battles_by_address(app, upload, clock):
+    upload(battle())
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    rid = rumble_id(db, "roborumble")
+    since = store.format_time(clock.now() - timedelta(days=400))
+    assert battle_log.latest_uploader(db, "127.0.0.1", rid, since) == "Jane Doe"
+    plan = _plan(db, lambda: battle_log.latest_uploader(db, "127.0.0.1", rid, since))
+    assert "battles_by_address (remote_addr=? AND rumble_id=? AND received_at>?)" in plan, plan
+
+
+def test_new_bots_are_counted_through_bot_origins_by_address(app, upload, clock):
+    upload(battle())
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    since = store.format_time(clock.now() - timedelta(days=400))
+    assert bots.new_bots_since(db, "127.0.0.1", since) == 2
+    plan = _plan(db, lambda: bots.new_bots_since(db, "127.0.0.1", since))
+    assert "bot_origins_by_address (remote_addr=? AND created_at>?)" in plan, plan

@@ -1,0 +1,105 @@
+"""Bounded growth (issue 11, item 3): NEW_BOTS_PER_HOUR per address and MAX_PARTICIPANTS per
+rumble refuse an upload in the protocol's form with nothing stored, and a worker's ratings field
+grows with its participants, not by doubling."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+from conftest import battle, post_upload
+
+from rumble import fields
+from rumble.protocol.replies import Kind
+from rumble.ratings.online import GROWTH_STEP, Field
+from rumble.store.rumbles import rumble_id
+
+FLOODER, OTHER = "10.9.9.9", "10.8.8.8"
+
+
+def _upload_from(client, addr: str, **kwargs):
+    return post_upload(client, battle(**kwargs), environ_base={"REMOTE_ADDR": addr})
+
+
+def _counts(app) -> tuple[int, int, int, int]:
+    """Battles, bots, bot origins and participants in the database."""
+    conn = sqlite3.connect(app.config["RUMBLE"]["DB"])
+    found = tuple(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("battles", "bots", "bot_origins", "participants"))
+    conn.close()
+    return found
+
+
+def _bot_names(app) -> set[str]:
+    conn = sqlite3.connect(app.config["RUMBLE"]["DB"])
+    names = {name for (name,) in conn.execute("SELECT full_name FROM bots")}
+    conn.close()
+    return names
+
+
+def test_a_flood_of_invented_names_is_refused_after_new_bots_per_hour_with_nothing_stored(app, client, clock):
+    app.config["RUMBLE"]["NEW_BOTS_PER_HOUR"] = 5
+    # The first upload names two new bots (flood.B0 and Corners), each later one one more: 2, 3, 4, 5.
+    for i in range(4):
+        outcome, _ = _upload_from(client, FLOODER, first=f"flood.B{i} 1.0", second="sample.Corners 1.0", time_ms=clock.now_ms() - i)
+        assert outcome.kind is Kind.ACCEPTED
+    before = _counts(app)
+    assert before == (4, 5, 5, 5)
+    for i in range(4, 9):
+        outcome, answer = _upload_from(client, FLOODER, first=f"flood.B{i} 1.0", second="sample.Corners 1.0", time_ms=clock.now_ms() - i)
+        assert outcome.kind is Kind.REFUSED
+        assert answer == f"OK. ERROR: too many new bots from your address: 5 in the last hour, at most 5; flood.B{i} 1.0 is not added\n"
+    assert _counts(app) == before  # not the battle, not the bot row
+    assert not {f"flood.B{i} 1.0" for i in range(4, 9)} & _bot_names(app)
+    # The flooding address may still upload battles of bots that exist; another address may add bots.
+    outcome, _ = _upload_from(client, FLOODER, first="flood.B0 1.0", second="flood.B1 1.0")
+    assert outcome.kind is Kind.ACCEPTED
+    outcome, _ = _upload_from(client, OTHER, first="other.New 1.0", second="sample.Corners 1.0")
+    assert outcome.kind is Kind.ACCEPTED
+    # An hour later the flooding address may add bots again.
+    clock.advance(hours=1, seconds=1)
+    outcome, _ = _upload_from(client, FLOODER, first="flood.B4 1.0", second="sample.Corners 1.0")
+    assert outcome.kind is Kind.ACCEPTED
+
+
+def test_an_upload_naming_two_new_bots_needs_room_for_both(app, client):
+    app.config["RUMBLE"]["NEW_BOTS_PER_HOUR"] = 1
+    outcome, answer = _upload_from(client, FLOODER, first="new.A 1.0", second="new.B 1.0")
+    assert answer == "OK. ERROR: too many new bots from your address: 0 in the last hour, at most 1; new.A 1.0 is not added\n"
+    assert _counts(app) == (0, 0, 0, 0)
+
+
+def test_a_full_rumble_refuses_a_new_participant_with_nothing_stored(app, client, clock):
+    app.config["RUMBLE"]["MAX_PARTICIPANTS"] = 3
+    assert _upload_from(client, OTHER, first="a.A 1", second="b.B 1")[0].kind is Kind.ACCEPTED
+    assert _upload_from(client, OTHER, first="a.A 1", second="c.C 1")[0].kind is Kind.ACCEPTED
+    assert client.post("/RemoveOldParticipant", data=b"version=1&game=roborumble&name=c.C_1&dummy=NA\n",
+                       environ_base={"REMOTE_ADDR": OTHER}).get_data(as_text=True) == "OK. c.C 1 retired from roborumble\n"  # fmt: skip
+    before = _counts(app)
+    outcome, answer = _upload_from(client, OTHER, first="a.A 1", second="d.D 1")
+    assert outcome.kind is Kind.REFUSED
+    assert answer == "OK. ERROR: roborumble is full: 3 participants, at most 3; d.D 1 is not added\n"  # a retired bot keeps its place
+    assert _counts(app) == before and "d.D 1" not in _bot_names(app)
+    # Bots already in the rumble still battle, a retired one comes back; another rumble has room of its own.
+    assert _upload_from(client, OTHER, first="b.B 1", second="c.C 1", time_ms=clock.now_ms() - 5)[0].kind is Kind.ACCEPTED
+    assert _upload_from(client, OTHER, first="a.A 1", second="d.D 1", game="minirumble")[0].kind is Kind.ACCEPTED
+    # A bot that exists (in minirumble) but is new to roborumble counts as a new participant here.
+    outcome, answer = _upload_from(client, OTHER, first="a.A 1", second="d.D 1", time_ms=clock.now_ms() - 7)
+    assert answer == "OK. ERROR: roborumble is full: 3 participants, at most 3; d.D 1 is not added\n"
+
+
+def test_the_field_grows_by_a_bounded_step_not_by_doubling():
+    field = Field()
+    for n in range(1, 1201):
+        field.set_active(n, True)
+        capacity = field.capacity
+        # Room for every bot and at most one step more; doubling held up to 2n (2,048 at 1,025 bots).
+        assert n <= capacity <= n + GROWTH_STEP, (n, capacity)
+        assert field.aps.shape == (capacity, capacity) and field.table.shape[1] == capacity
+    assert field.aps.nbytes <= (1200 + GROWTH_STEP) ** 2 * 8 < 2048**2 * 8
+
+
+def test_a_loaded_field_is_sized_to_its_participants(app, client, demo_db):
+    copy = fields.load(demo_db, rumble_id(demo_db, "roborumble"))
+    assert len(copy.field.ids) == 20
+    assert 20 <= copy.field.capacity <= 20 + GROWTH_STEP
+    assert not np.isnan(copy.field.aps[:20, :20][~np.eye(20, dtype=bool)]).any()  # every pair met, loaded in place
