@@ -1,0 +1,2 @@
+-- Placeholder: migration 0014 is assigned to a branch developed in parallel (issue 13's branch
+-- uses 0017). The branch that owns this number replaces this file when the two are merged.

@@ -1,0 +1,7 @@
+-- Issue 13: ratings that mean what they say.
+--
+-- PWIN is the peers' definition (LiteRumble, RRServer): the share of live pairings won, a pairing
+-- being won only when its APS is above 50 (an exact 50 is a draw, no win). The summaries keep the
+-- exact counts, so the stored PWIN is recomputed from them, with the same two operations as
+-- rumble/rankings/scores.py summary(): (100.0 * wins) / pairings.
+UPDATE bot_summaries SET pwin = CASE WHEN pairings > 0 THEN 100.0 * wins / pairings END;
