@@ -54,7 +54,7 @@ def _empty(axes, text: str) -> None:
 def scores_plot() -> Response:
     """A pairing's APS (y) against its opponent's APS (x), live opponents only."""
     game, name = request.args.get("game", "roborumble"), request.args.get("name", "")
-    page = _found(details.bot_details(get_db(), _rumble(game), name), game, name)
+    page = _found(details.bot_details(get_db(), _rumble(game), name, now=now().timestamp()), game, name)
     points = [(p["opponent_aps"], p["aps"]) for p in page["pairings"] if p["active"] and p["opponent_aps"] is not None]
     import matplotlib
 

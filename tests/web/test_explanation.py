@@ -29,3 +29,7 @@ def page(client) -> str:
 )
 def test_explanation_page_states(page, statement):
     assert statement in page
+
+
+def test_explanation_says_deviations_are_grown_to_now(page):
+    assert "show and use both deviations grown for the bot's inactivity up to the present" in page
