@@ -5,3 +5,9 @@
 -- exact counts, so the stored PWIN is recomputed from them, with the same two operations as
 -- rumble/rankings/scores.py summary(): (100.0 * wins) / pairings.
 UPDATE bot_summaries SET pwin = CASE WHEN pairings > 0 THEN 100.0 * wins / pairings END;
+
+-- XonStat's daily ranks (seed 002: "Ranks are calculated at the beginning of each day using the Elo
+-- values at that time ... per game type"): each daily snapshot row also holds the bot's rank by
+-- XonStat Elo in its rumble (rumble/store/history.py); the APS rank stays in `rank`. Rows taken
+-- before this migration have none.
+ALTER TABLE rank_history ADD COLUMN xonstat_rank INTEGER;

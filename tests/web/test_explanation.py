@@ -33,3 +33,7 @@ def test_explanation_page_states(page, statement):
 
 def test_explanation_says_deviations_are_grown_to_now(page):
     assert "show and use both deviations grown for the bot's inactivity up to the present" in page
+
+
+def test_explanation_says_daily_ranks_are_by_xonstat_elo(page):
+    assert "The XonStat rank is the one seed 002 describes" in page
