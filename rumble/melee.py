@@ -51,10 +51,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from rumble.ratings import weng_lin, xonstat
-from rumble.ratings.online import seconds
+from rumble import fields
+from rumble.ratings import melee_step, weng_lin, xonstat
+from rumble.ratings.online import Field, seconds
 from rumble.store import Store, format_time, write
 from rumble.store import melee as rows
+from rumble.store import ratings as rating_rows
 from rumble.store.melee import MeleeBattle, MeleeRating, PairRow
 
 WINDOW_MS = 1_000
@@ -62,10 +64,11 @@ TIMEOUT_S = 300  # the client uploads a battle's pairs within seconds; a retry c
 STOCK_MELEE_BOTS = 10
 
 
-def add_pair(db: Store, rumble_id: int, pair: PairRow) -> list[int]:
+def add_pair(db: Store, rumble_id: int, pair: PairRow, field: Field) -> list[int]:
     """Gather one logged pair into its battle, closing and rating the battles it ends; returns the
-    ids of the battles rated (caller holds the transaction)."""
-    rated = _timeouts(db, rumble_id, pair.received_at, pair.id)
+    ids of the battles rated (caller holds the transaction). ``field``: the rumble's ratings field,
+    its pairings already holding this pair; a closed battle's bots are rated in it once each."""
+    rated = _timeouts(db, rumble_id, pair.received_at, pair.id, field)
     target = next((b.id for b in rows.open_battles(db, rumble_id, pair.uploader) if _fits(db, b, pair)), None)
     if target is None:
         late = [b for b in rows.rated_battles_near(db, rumble_id, pair.uploader, pair.client_time, WINDOW_MS) if _fits(db, b, pair)]
@@ -76,21 +79,33 @@ def add_pair(db: Store, rumble_id: int, pair: PairRow) -> list[int]:
         rows.create_battle(db, target, rumble_id, pair.uploader, pair.client_time, pair.received_at)
     rows.add_pair(db, target, pair, late=False)
     if _complete(db, target):
-        rated.append(_close(db, rumble_id, target, "complete", pair.id))
+        rated.append(_close(db, rumble_id, target, "complete", pair.id, field))
+    elif _prioritized_complete(db, target):
+        rated.append(_close(db, rumble_id, target, "prioritized", pair.id, field))
     return rated
 
 
-def _timeouts(db: Store, rumble_id: int, now: str, after_battle_id: int) -> list[int]:
+def _timeouts(db: Store, rumble_id: int, now: str, after_battle_id: int, field: Field) -> list[int]:
     """Close and rate, oldest first, the open battles whose last pair came ``TIMEOUT_S`` before ``now``."""
-    return [_close(db, rumble_id, melee_id, "timeout", after_battle_id) for melee_id in rows.stale_battles(db, rumble_id, _cutoff(now))]
+    return [_close(db, rumble_id, melee_id, "timeout", after_battle_id, field)
+            for melee_id in rows.stale_battles(db, rumble_id, _cutoff(now))]  # fmt: skip
 
 
 def sweep(db: Store, rumble_id: int, now: str) -> list[int]:
     """The schedule's timeout check at ``now`` (caller holds the transaction): close the battles
-    whose time is up, recording the sweep if it closed any; returns the ids rated."""
+    whose time is up, recording the sweep if it closed any; returns the ids rated.
+
+    The ratings it changes come with no new battle in the log, which is what the other server
+    workers watch to catch their copies up (rumble.fields), so it bumps the rumble's generation:
+    they reload the rumble at their next write (rare: a battle normally closes when complete, or
+    at the next upload to its rumble)."""
     if not rows.stale_battles(db, rumble_id, _cutoff(now)):
         return []
-    return _timeouts(db, rumble_id, now, rows.record_sweep(db, rumble_id, now))
+    copy = fields.current(db, rumble_id)
+    rated = _timeouts(db, rumble_id, now, rows.record_sweep(db, rumble_id, now), copy.field)
+    rating_rows.bump_generation(db, rumble_id)
+    copy.seen = rating_rows.version(db, rumble_id)  # this worker's copy holds the new ratings already
+    return rated
 
 
 def sweep_all(db: Store, now: str) -> int:
@@ -121,8 +136,32 @@ def _complete(db: Store, melee_id: int) -> bool:
     return n == STOCK_MELEE_BOTS and len(rows.pairs_of(db, melee_id)) == n * (n - 1) // 2
 
 
-def _close(db: Store, rumble_id: int, melee_id: int, closed_by: str, after_battle_id: int) -> int:
-    """Rate a battle with every bot seen in its pairs, and mark it rated."""
+def _prioritized_complete(db: Store, melee_id: int) -> bool:
+    """True for the 17 pairs of a whole prioritized battle (protocol.md 7.5): 10 bots, and two *hub*
+    bots each paired with all 9 others, every pair holding a hub. Unless the hubs are the battle's
+    two best scores: an ordinary battle's pairs come in ranking order (``fname`` outranks ``sname``),
+    so its first 17 pairs are exactly the two best bots' pairs, and such a battle is left to
+    complete (or time out). A prioritized battle whose two chosen bots finished first and second is
+    therefore still rated on the timeout, as every division copy is."""
+    figures = rows.entries(db, melee_id)
+    pairs = rows.pairs_of(db, melee_id)
+    n = len(figures)
+    if n != STOCK_MELEE_BOTS or len(pairs) != 2 * n - 3:
+        return False
+    degree = {bot: 0 for bot in figures}
+    for pair in pairs:
+        for bot in pair:
+            degree[bot] += 1
+    hubs = {bot for bot, d in degree.items() if d == n - 1}
+    if len(hubs) != 2 or not all(pair & hubs for pair in pairs):
+        return False
+    best_other = max(figures[bot][0] for bot in figures if bot not in hubs)
+    return any(figures[hub][0] < best_other for hub in hubs)  # the hubs are not the two best scores
+
+
+def _close(db: Store, rumble_id: int, melee_id: int, closed_by: str, after_battle_id: int, field: Field) -> int:
+    """Rate a battle with every bot seen in its pairs, and mark it rated: Weng-Lin and the per-battle
+    XonStat Elo, and one step of every 1v1 rating in ``field`` (rumble.ratings.melee_step)."""
     rows.close_battle(db, melee_id, closed_by, after_battle_id)
     bots = rows.entries(db, melee_id)  # in bot-id order
     ids = list(bots)
@@ -140,25 +179,44 @@ def _close(db: Store, rumble_id: int, melee_id: int, closed_by: str, after_battl
     rows.put_ratings(db, rumble_id, [
         (bot, MeleeRating(new.mu, new.sigma, new.rated_at, new.battles, x)) for bot, new, x in zip(ids, skills, elo)
     ])  # fmt: skip
+    melee_step.rate_field(field, ids, scores, now)
+    rating_rows.put_ratings(db, rumble_id, [(bot, field.ratings(bot)) for bot in ids])
     return melee_id
 
 
-def apply_logged(db: Store, rumble_id: int, battle_id: int) -> list[int]:
+def apply_logged(db: Store, rumble_id: int, battle_id: int, field: Field) -> list[int]:
     """``add_pair`` for a battle just appended to the log (the upload path)."""
-    return add_pair(db, rumble_id, rows.pair_row(db, battle_id))
+    return add_pair(db, rumble_id, rows.pair_row(db, battle_id), field)
 
 
-def rebuild(db: Store, rumble_id: int) -> int:
-    """Recompute a rumble's reassembled battles and melee ratings from its log and recorded sweeps
-    (caller holds the transaction); returns the number of battles rated."""
-    rows.clear_rumble(db, rumble_id)
-    sweeps = rows.sweeps_in_order(db, rumble_id)
-    rated = done = 0
-    for pair in rows.iter_pairs(db, rumble_id):
-        while done < len(sweeps) and sweeps[done][0] < pair.id:
-            rated += len(_timeouts(db, rumble_id, sweeps[done][1], sweeps[done][0]))
-            done += 1
-        rated += len(add_pair(db, rumble_id, pair))
-    for after, swept_at in sweeps[done:]:
-        rated += len(_timeouts(db, rumble_id, swept_at, after))
-    return rated
+class Replay:
+    """A rebuild's pass over a melee rumble (caller holds the transaction): the reassembled battles
+    are cleared, then ``before_pair`` runs the recorded sweeps due before each logged pair, in log
+    order, ``pair`` gathers it (after its pairings are in ``field``, as on upload), and ``finish``
+    runs the sweeps after the last pair. Every rating goes into ``field`` as online."""
+
+    def __init__(self, db: Store, rumble_id: int, field: Field):
+        self.db, self.rumble_id, self.field = db, rumble_id, field
+        rows.clear_rumble(db, rumble_id)
+        self.sweeps = rows.sweeps_in_order(db, rumble_id)
+        self.pairs = rows.iter_pairs(db, rumble_id)
+        self.done = self.rated = 0
+
+    def before_pair(self, battle_id: int) -> None:
+        while self.done < len(self.sweeps) and self.sweeps[self.done][0] < battle_id:
+            after, swept_at = self.sweeps[self.done]
+            self.rated += len(_timeouts(self.db, self.rumble_id, swept_at, after, self.field))
+            self.done += 1
+
+    def pair(self, battle_id: int) -> None:
+        pair = next(self.pairs)  # the same battles, in the same order, as the rebuild's log
+        if pair.id != battle_id:
+            raise RuntimeError(f"melee replay out of step: pair {pair.id} against battle {battle_id}")
+        self.rated += len(add_pair(self.db, self.rumble_id, pair, self.field))
+
+    def finish(self) -> int:
+        """Run the remaining sweeps; returns the battles rated."""
+        for after, swept_at in self.sweeps[self.done:]:
+            self.rated += len(_timeouts(self.db, self.rumble_id, swept_at, after, self.field))
+        self.done = len(self.sweeps)
+        return self.rated
