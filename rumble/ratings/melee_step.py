@@ -10,9 +10,11 @@ stood before the battle:
 - RoboRumble Elo: one all-pairings update (seed 004), Σ 3·(pairing APS − E) over the bot's live
   pairings, the pairings already holding this battle's pairs;
 - Glicko and Glicko-2: one rating period whose games are the bot's pair results of this battle
-  (that is what a rating period is for: Glickman's games within one period), each against one other
-  bot of the battle with the score share s_i/(s_i + s_j) of the two whole-battle scores (0.5 if
-  both are 0), each deviation grown for the time since its own last update, as in 1v1;
+  (that is what a rating period is for: Glickman's games within one period), one against each other
+  bot seen in the battle with the score share s_i/(s_i + s_j) of the two whole-battle scores (0.5 if
+  both are 0), each deviation grown for the time since its own last update, as in 1v1. Every pair
+  carries both bots' whole-battle scores, so the result of a pair the client did not send (a
+  prioritized battle sends 17 of 45) is known all the same, and every bot has its full set of games;
 - Rank Points: one step (seed 000), at most 500, over the new Glicko-2 value; the outcome is the
   bot's mean score share over its pairs (above 0.5 a win, below a loss) and the upset bonus compares
   its Glicko-2 with the mean of its opponents' (seed 000's composite opponent);
