@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 from conftest import battle
@@ -153,3 +153,42 @@ def test_two_battles_rebuild_to_the_same_ratings_bit_for_bit(app, upload, clock)
         assert snapshot(db) == online
     finally:
         db.close()
+
+
+def test_two_workers_keep_their_copies_current_when_the_other_closes_a_battle(app, clock):
+    """Two server workers (two connections, each with its own copy of the field) take turns: the
+    one that closes a battle changes ten bots' ratings; the other must reload them before it rates
+    the next battle of the same bots, and after a sweep by either. Online then equals a rebuild."""
+    from rumble import melee
+    from rumble.ingest import apply_battle, with_receipt
+
+    workers = [store.connect(app.config["RUMBLE"]["DB"]) for _ in range(2)]
+    try:
+        base = clock.now()
+        scores = [fresh_scores(5), fresh_scores(6), fresh_scores(7)]
+        ranked = sorted(scores[2], key=lambda name: -scores[2][name])
+        battles = [pairs_of_battle(scores[0], clock.now_ms() - 300_000), pairs_of_battle(scores[1], clock.now_ms() - 200_000),
+                   pairs_of_battle(scores[2], clock.now_ms() - 100_000, priority=(ranked[0], ranked[1]))]  # fmt: skip
+        k = 0
+        for pairs in battles:
+            for pair in pairs:
+                k += 1
+                worker = workers[k % 2]
+                with store.write(worker):
+                    apply_battle(worker, with_receipt(pair, None, base.replace(microsecond=0) + timedelta(seconds=k)), 35, 3)
+        rid = worker.execute("SELECT id FROM rumbles WHERE name = 'meleerumble'").fetchone()[0]
+        with store.write(workers[0]):  # the last battle (the two best chosen) waits for the timeout: a sweep
+            assert len(melee.sweep(workers[0], rid, (base + timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S.000"))) == 1
+        extra = pairs_of_battle(fresh_scores(5), clock.now_ms() - 50_000)  # the same bots again, on the other worker
+        for pair in extra:
+            with store.write(workers[1]):
+                apply_battle(workers[1], with_receipt(pair, None, base + timedelta(hours=2)), 35, 3)
+        online = snapshot(workers[0])
+        steps = [n for (n,) in workers[0].execute("SELECT xonstat_battles FROM ratings WHERE rumble_id = ?", (rid,))]
+        assert steps == [4] * 10  # four battles, one step each
+        with store.write(workers[0]):
+            rebuild_rumble(workers[0], "meleerumble", 35, min_battles=3)
+        assert snapshot(workers[0]) == online
+    finally:
+        for worker in workers:
+            worker.close()
