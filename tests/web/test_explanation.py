@@ -37,3 +37,8 @@ def test_explanation_says_deviations_are_grown_to_now(page):
 
 def test_explanation_says_daily_ranks_are_by_xonstat_elo(page):
     assert "The XonStat rank is the one seed 002 describes" in page
+
+
+def test_explanation_says_a_melee_battle_is_one_step_of_every_rating(page):
+    assert "each of its robots gets exactly one step of every rating" in page
+    assert "or all 17 pairs of a prioritized battle" in page
