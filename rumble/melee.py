@@ -18,16 +18,26 @@ Two clients run under one user name interleave their uploads; they are told apar
 **When a battle is closed and rated.** Whichever comes first:
 
 - *complete*: it holds all pairs of ``STOCK_MELEE_BOTS`` bots (45 pairs of 10, the stock MELEEBOTS);
+- *prioritized*: it holds the 17 pairs of a whole prioritized battle: 10 bots, two of which are
+  each paired with all nine others, every pair holding one of the two, and those two are not the
+  battle's two best scores (``_prioritized_complete``). The first 17 pairs of an ordinary 45-pair
+  battle (the client sends them in ranking order) are exactly the two best bots' pairs, so a
+  prioritized battle whose chosen two finished first and second cannot be told from one and waits
+  for the timeout;
 - *timeout*: ``TIMEOUT_S`` after the battle's last pair was received, checked whenever a pair
   arrives in the rumble (from anyone) and by the server's schedule every minute (``sweep``). This
-  closes prioritized battles (17 pairs) and the division copies (only the pairs of bots small
-  enough). A sweep depends on the clock, so when it closes a battle it is recorded
-  (``melee_sweeps``, after which battle it ran and when) and a rebuild replays it in place.
+  closes those prioritized battles and the division copies (only the pairs of bots small enough).
+  A sweep depends on the clock, so when it closes a battle it is recorded (``melee_sweeps``, after
+  which battle it ran and when) and a rebuild replays it in place.
 
-The shape of a battle cannot say it is complete otherwise: the first 17 pairs of an ordinary
-45-pair battle (the client sends them in ranking order) look exactly like a complete prioritized
-battle, and a division's battle of k bots like a bigger one still arriving. Nor can "the client
-has moved on to its next battle" close it: two clients under one user name interleave.
+Otherwise the shape of a battle cannot say it is complete: a division's battle of k bots looks like
+a bigger one still arriving. Nor can "the client has moved on to its next battle" close it: two
+clients under one user name interleave.
+
+**What rating a battle does.** Weng-Lin and the per-battle XonStat Elo (the melee tables), and one
+step of every 1v1 rating for each of its bots (``rumble.ratings.melee_step``: Elo, Glicko,
+Glicko-2, Rank Points, XonStat), in the rumble's field, whose pairings already hold every pair that
+arrived. The pair uploads themselves rate nothing.
 
 **Missing pairs: rate what is known.** A closed battle is rated with every bot seen in any of its
 pairs, ranked by the whole-battle scores the pairs carry. Each pair names two bots with their
@@ -42,9 +52,10 @@ arrive in, within a battle or interleaved with other battles, does not matter; t
 them.
 
 **Online equals rebuild.** Every decision depends only on the log rows in log order (client times,
-receive times, figures) and the recorded sweeps, never on the clock at rebuild time, so ``rebuild``
-(which replays the log and the sweeps in order through the same ``add_pair`` and ``_timeouts``)
-reproduces every reassembled battle and rating bit for bit.
+receive times, figures) and the recorded sweeps, never on the clock at rebuild time, so a rebuild
+(rumble.rebuild with ``Replay``, which replays the log and the sweeps in order through the same
+``add_pair`` and ``_timeouts``, each pair's pairings recorded first as on upload) reproduces every
+reassembled battle and rating bit for bit.
 """
 
 from __future__ import annotations
