@@ -81,7 +81,8 @@ def _catch_up(db: Store, rumble_id: int, copy: RumbleCopy) -> None:
     """
     battles = rating_rows.battles_since(db, rumble_id, copy.seen[0])
     events = rating_rows.bots_with_events_since(db, rumble_id, copy.seen[1])
-    bots = sorted({bot for _, a, b in battles for bot in (a, b)} | set(events))
+    rated = rating_rows.bots_rated_by_melee_battles(db, rumble_id, [battle for battle, _, _ in battles])  # whole battles closed meanwhile
+    bots = sorted({bot for _, a, b in battles for bot in (a, b)} | set(events) | set(rated))
     field = copy.field
     for bot, active in rating_rows.participants(db, rumble_id, bots):
         field.set_active(bot, active)

@@ -67,21 +67,29 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
         rows.append((bot, total, scores.summary(total), max(last, when)))
     pairings.put_totals(db, rumble_id, rows)
     share = scores.battle_percent(battle.first.score, battle.second.score) / 100.0
-    rate(copy.field, a, b, new_a, new_b, share, when)
-    rating_rows.put_ratings(db, rumble_id, [(bot, copy.field.ratings(bot)) for bot in (a, b)])
+    if battle.melee:  # a pair counts as a pairing; its whole battle is rated once, when closed (rumble/melee.py)
+        record_pairings(copy.field, a, b, new_a, new_b)
+        melee.apply_logged(db, rumble_id, battle_id, copy.field)
+    else:
+        rate(copy.field, a, b, new_a, new_b, share, when)
+        rating_rows.put_ratings(db, rumble_id, [(bot, copy.field.ratings(bot)) for bot in (a, b)])
     copy.seen = (battle_id, *copy.seen[1:])
-    if battle.melee:  # also gather the pair into its whole battle, rated once when closed
-        melee.apply_logged(db, rumble_id, battle_id)
     return Applied(True, battle_id, (rows[0][1].battles, rows[1][1].battles))
 
 
 def rate(field: online.Field, a: int, b: int, new_a: Pairing, new_b: Pairing, share_a: float, when: str) -> None:
     """Record a battle's pairings in ``field`` and rate both bots; the field keeps the new ratings."""
+    record_pairings(field, a, b, new_a, new_b)
+    online.rate_battle(field, a, b, share_a, online.seconds(when))
+
+
+def record_pairings(field: online.Field, a: int, b: int, new_a: Pairing, new_b: Pairing) -> None:
+    """Record a battle's pairings in ``field`` (both bots active), without rating: a melee pair's
+    ratings wait for its whole battle."""
     for bot in (a, b):
         field.set_active(bot, True)
     field.set_pairing(a, b, new_a.aps)
     field.set_pairing(b, a, new_b.aps)
-    online.rate_battle(field, a, b, share_a, online.seconds(when))
 
 
 def with_receipt(battle: Battle, remote_addr: str | None, received: datetime) -> Battle:

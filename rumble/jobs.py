@@ -27,7 +27,7 @@ from typing import IO, Any
 import numpy as np
 
 from rumble import melee, store
-from rumble.rankings.batch import METHODS, PAIRING_METHODS
+from rumble.rankings.batch import METHODS, PAIRING_METHODS, WIN_RATE_METHODS
 from rumble.rankings.pairwise import Ranking, present, ranks_from_scores
 from rumble.store import batch as batch_store
 from rumble.store.rumbles import rumble_id
@@ -72,8 +72,11 @@ def aps_ranking(d: np.ndarray) -> Ranking:
 
 
 def rank_matrix(d: np.ndarray, methods: Iterable[str], pairing_values: bool = False,
-                progress: Callable[[str], None] | None = None) -> Ranked:  # fmt: skip
+                progress: Callable[[str], None] | None = None, wins: np.ndarray | None = None) -> Ranked:  # fmt: skip
     """Run ``methods`` over ``d`` without the bots that have no pairing (they would share rank 1).
+
+    ``wins``: the pairings' win rates in percent, which the WIN_RATE_METHODS (batch Elo) are fitted
+    to; without it (a matrix file) they use ``d`` too.
 
     A method that raises ValueError or ArithmeticError (batch Elo over pairings that split the
     bots into groups, or with no finite maximum) is reported in ``failures``; the others still run.
@@ -81,10 +84,11 @@ def rank_matrix(d: np.ndarray, methods: Iterable[str], pairing_values: bool = Fa
     """
     kept = present(d).any(axis=1)
     sub = d[np.ix_(kept, kept)]
+    sub_wins = sub if wins is None else wins[np.ix_(kept, kept)]
     ranks, failures = {"aps": aps_ranking(sub)}, {}
     for method in methods:
         try:
-            ranks[method] = METHODS[method](sub)
+            ranks[method] = METHODS[method](sub_wins if method in WIN_RATE_METHODS else sub)
         except (ValueError, ArithmeticError) as error:
             failures[method] = str(error)
         if progress:
@@ -104,7 +108,7 @@ def run_rumble(db: store.Store, game: str, methods: tuple[str, ...] | None = Non
     started, clock = store.utc_now(), time.perf_counter()
     with store.read(db):
         matrix, seen = batch_store.read_matrix(db, rid), batch_store.seen(db, rid)
-    ranked = rank_matrix(matrix.d, chosen, pairing_values=complete, progress=progress)
+    ranked = rank_matrix(matrix.d, chosen, pairing_values=complete, progress=progress, wins=matrix.wins)
     record = batch_store.RunRecord(
         methods=COMPLETE if complete else chosen, source=source, started_at=started, finished_at=store.utc_now(),
         seen=seen, bot_ids=matrix.ids[ranked.kept], ranks=ranked.ranks, pairings=ranked.pairings,

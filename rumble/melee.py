@@ -18,16 +18,26 @@ Two clients run under one user name interleave their uploads; they are told apar
 **When a battle is closed and rated.** Whichever comes first:
 
 - *complete*: it holds all pairs of ``STOCK_MELEE_BOTS`` bots (45 pairs of 10, the stock MELEEBOTS);
+- *prioritized*: it holds the 17 pairs of a whole prioritized battle: 10 bots, two of which are
+  each paired with all nine others, every pair holding one of the two, and those two are not the
+  battle's two best scores (``_prioritized_complete``). The first 17 pairs of an ordinary 45-pair
+  battle (the client sends them in ranking order) are exactly the two best bots' pairs, so a
+  prioritized battle whose chosen two finished first and second cannot be told from one and waits
+  for the timeout;
 - *timeout*: ``TIMEOUT_S`` after the battle's last pair was received, checked whenever a pair
   arrives in the rumble (from anyone) and by the server's schedule every minute (``sweep``). This
-  closes prioritized battles (17 pairs) and the division copies (only the pairs of bots small
-  enough). A sweep depends on the clock, so when it closes a battle it is recorded
-  (``melee_sweeps``, after which battle it ran and when) and a rebuild replays it in place.
+  closes those prioritized battles and the division copies (only the pairs of bots small enough).
+  A sweep depends on the clock, so when it closes a battle it is recorded (``melee_sweeps``, after
+  which battle it ran and when) and a rebuild replays it in place.
 
-The shape of a battle cannot say it is complete otherwise: the first 17 pairs of an ordinary
-45-pair battle (the client sends them in ranking order) look exactly like a complete prioritized
-battle, and a division's battle of k bots like a bigger one still arriving. Nor can "the client
-has moved on to its next battle" close it: two clients under one user name interleave.
+Otherwise the shape of a battle cannot say it is complete: a division's battle of k bots looks like
+a bigger one still arriving. Nor can "the client has moved on to its next battle" close it: two
+clients under one user name interleave.
+
+**What rating a battle does.** Weng-Lin and the per-battle XonStat Elo (the melee tables), and one
+step of every 1v1 rating for each of its bots (``rumble.ratings.melee_step``: Elo, Glicko,
+Glicko-2, Rank Points, XonStat), in the rumble's field, whose pairings already hold every pair that
+arrived. The pair uploads themselves rate nothing.
 
 **Missing pairs: rate what is known.** A closed battle is rated with every bot seen in any of its
 pairs, ranked by the whole-battle scores the pairs carry. Each pair names two bots with their
@@ -42,19 +52,22 @@ arrive in, within a battle or interleaved with other battles, does not matter; t
 them.
 
 **Online equals rebuild.** Every decision depends only on the log rows in log order (client times,
-receive times, figures) and the recorded sweeps, never on the clock at rebuild time, so ``rebuild``
-(which replays the log and the sweeps in order through the same ``add_pair`` and ``_timeouts``)
-reproduces every reassembled battle and rating bit for bit.
+receive times, figures) and the recorded sweeps, never on the clock at rebuild time, so a rebuild
+(rumble.rebuild with ``Replay``, which replays the log and the sweeps in order through the same
+``add_pair`` and ``_timeouts``, each pair's pairings recorded first as on upload) reproduces every
+reassembled battle and rating bit for bit.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from rumble.ratings import weng_lin, xonstat
-from rumble.ratings.online import seconds
+from rumble import fields
+from rumble.ratings import melee_step, weng_lin, xonstat
+from rumble.ratings.online import Field, seconds
 from rumble.store import Store, format_time, write
 from rumble.store import melee as rows
+from rumble.store import ratings as rating_rows
 from rumble.store.melee import MeleeBattle, MeleeRating, PairRow
 
 WINDOW_MS = 1_000
@@ -62,10 +75,11 @@ TIMEOUT_S = 300  # the client uploads a battle's pairs within seconds; a retry c
 STOCK_MELEE_BOTS = 10
 
 
-def add_pair(db: Store, rumble_id: int, pair: PairRow) -> list[int]:
+def add_pair(db: Store, rumble_id: int, pair: PairRow, field: Field) -> list[int]:
     """Gather one logged pair into its battle, closing and rating the battles it ends; returns the
-    ids of the battles rated (caller holds the transaction)."""
-    rated = _timeouts(db, rumble_id, pair.received_at, pair.id)
+    ids of the battles rated (caller holds the transaction). ``field``: the rumble's ratings field,
+    its pairings already holding this pair; a closed battle's bots are rated in it once each."""
+    rated = _timeouts(db, rumble_id, pair.received_at, pair.id, field)
     target = next((b.id for b in rows.open_battles(db, rumble_id, pair.uploader) if _fits(db, b, pair)), None)
     if target is None:
         late = [b for b in rows.rated_battles_near(db, rumble_id, pair.uploader, pair.client_time, WINDOW_MS) if _fits(db, b, pair)]
@@ -76,21 +90,33 @@ def add_pair(db: Store, rumble_id: int, pair: PairRow) -> list[int]:
         rows.create_battle(db, target, rumble_id, pair.uploader, pair.client_time, pair.received_at)
     rows.add_pair(db, target, pair, late=False)
     if _complete(db, target):
-        rated.append(_close(db, rumble_id, target, "complete", pair.id))
+        rated.append(_close(db, rumble_id, target, "complete", pair.id, field))
+    elif _prioritized_complete(db, target):
+        rated.append(_close(db, rumble_id, target, "prioritized", pair.id, field))
     return rated
 
 
-def _timeouts(db: Store, rumble_id: int, now: str, after_battle_id: int) -> list[int]:
+def _timeouts(db: Store, rumble_id: int, now: str, after_battle_id: int, field: Field) -> list[int]:
     """Close and rate, oldest first, the open battles whose last pair came ``TIMEOUT_S`` before ``now``."""
-    return [_close(db, rumble_id, melee_id, "timeout", after_battle_id) for melee_id in rows.stale_battles(db, rumble_id, _cutoff(now))]
+    return [_close(db, rumble_id, melee_id, "timeout", after_battle_id, field)
+            for melee_id in rows.stale_battles(db, rumble_id, _cutoff(now))]  # fmt: skip
 
 
 def sweep(db: Store, rumble_id: int, now: str) -> list[int]:
     """The schedule's timeout check at ``now`` (caller holds the transaction): close the battles
-    whose time is up, recording the sweep if it closed any; returns the ids rated."""
+    whose time is up, recording the sweep if it closed any; returns the ids rated.
+
+    The ratings it changes come with no new battle in the log, which is what the other server
+    workers watch to catch their copies up (rumble.fields), so it bumps the rumble's generation:
+    they reload the rumble at their next write (rare: a battle normally closes when complete, or
+    at the next upload to its rumble)."""
     if not rows.stale_battles(db, rumble_id, _cutoff(now)):
         return []
-    return _timeouts(db, rumble_id, now, rows.record_sweep(db, rumble_id, now))
+    copy = fields.current(db, rumble_id)
+    rated = _timeouts(db, rumble_id, now, rows.record_sweep(db, rumble_id, now), copy.field)
+    rating_rows.bump_generation(db, rumble_id)
+    copy.seen = rating_rows.version(db, rumble_id)  # this worker's copy holds the new ratings already
+    return rated
 
 
 def sweep_all(db: Store, now: str) -> int:
@@ -121,8 +147,32 @@ def _complete(db: Store, melee_id: int) -> bool:
     return n == STOCK_MELEE_BOTS and len(rows.pairs_of(db, melee_id)) == n * (n - 1) // 2
 
 
-def _close(db: Store, rumble_id: int, melee_id: int, closed_by: str, after_battle_id: int) -> int:
-    """Rate a battle with every bot seen in its pairs, and mark it rated."""
+def _prioritized_complete(db: Store, melee_id: int) -> bool:
+    """True for the 17 pairs of a whole prioritized battle (protocol.md 7.5): 10 bots, and two *hub*
+    bots each paired with all 9 others, every pair holding a hub. Unless the hubs are the battle's
+    two best scores: an ordinary battle's pairs come in ranking order (``fname`` outranks ``sname``),
+    so its first 17 pairs are exactly the two best bots' pairs, and such a battle is left to
+    complete (or time out). A prioritized battle whose two chosen bots finished first and second is
+    therefore still rated on the timeout, as every division copy is."""
+    figures = rows.entries(db, melee_id)
+    pairs = rows.pairs_of(db, melee_id)
+    n = len(figures)
+    if n != STOCK_MELEE_BOTS or len(pairs) != 2 * n - 3:
+        return False
+    degree = {bot: 0 for bot in figures}
+    for pair in pairs:
+        for bot in pair:
+            degree[bot] += 1
+    hubs = {bot for bot, d in degree.items() if d == n - 1}
+    if len(hubs) != 2 or not all(pair & hubs for pair in pairs):
+        return False
+    best_other = max(figures[bot][0] for bot in figures if bot not in hubs)
+    return any(figures[hub][0] < best_other for hub in hubs)  # the hubs are not the two best scores
+
+
+def _close(db: Store, rumble_id: int, melee_id: int, closed_by: str, after_battle_id: int, field: Field) -> int:
+    """Rate a battle with every bot seen in its pairs, and mark it rated: Weng-Lin and the per-battle
+    XonStat Elo, and one step of every 1v1 rating in ``field`` (rumble.ratings.melee_step)."""
     rows.close_battle(db, melee_id, closed_by, after_battle_id)
     bots = rows.entries(db, melee_id)  # in bot-id order
     ids = list(bots)
@@ -140,25 +190,44 @@ def _close(db: Store, rumble_id: int, melee_id: int, closed_by: str, after_battl
     rows.put_ratings(db, rumble_id, [
         (bot, MeleeRating(new.mu, new.sigma, new.rated_at, new.battles, x)) for bot, new, x in zip(ids, skills, elo)
     ])  # fmt: skip
+    melee_step.rate_field(field, ids, scores, now)
+    rating_rows.put_ratings(db, rumble_id, [(bot, field.ratings(bot)) for bot in ids])
     return melee_id
 
 
-def apply_logged(db: Store, rumble_id: int, battle_id: int) -> list[int]:
+def apply_logged(db: Store, rumble_id: int, battle_id: int, field: Field) -> list[int]:
     """``add_pair`` for a battle just appended to the log (the upload path)."""
-    return add_pair(db, rumble_id, rows.pair_row(db, battle_id))
+    return add_pair(db, rumble_id, rows.pair_row(db, battle_id), field)
 
 
-def rebuild(db: Store, rumble_id: int) -> int:
-    """Recompute a rumble's reassembled battles and melee ratings from its log and recorded sweeps
-    (caller holds the transaction); returns the number of battles rated."""
-    rows.clear_rumble(db, rumble_id)
-    sweeps = rows.sweeps_in_order(db, rumble_id)
-    rated = done = 0
-    for pair in rows.iter_pairs(db, rumble_id):
-        while done < len(sweeps) and sweeps[done][0] < pair.id:
-            rated += len(_timeouts(db, rumble_id, sweeps[done][1], sweeps[done][0]))
-            done += 1
-        rated += len(add_pair(db, rumble_id, pair))
-    for after, swept_at in sweeps[done:]:
-        rated += len(_timeouts(db, rumble_id, swept_at, after))
-    return rated
+class Replay:
+    """A rebuild's pass over a melee rumble (caller holds the transaction): the reassembled battles
+    are cleared, then ``before_pair`` runs the recorded sweeps due before each logged pair, in log
+    order, ``pair`` gathers it (after its pairings are in ``field``, as on upload), and ``finish``
+    runs the sweeps after the last pair. Every rating goes into ``field`` as online."""
+
+    def __init__(self, db: Store, rumble_id: int, field: Field):
+        self.db, self.rumble_id, self.field = db, rumble_id, field
+        rows.clear_rumble(db, rumble_id)
+        self.sweeps = rows.sweeps_in_order(db, rumble_id)
+        self.pairs = rows.iter_pairs(db, rumble_id)
+        self.done = self.rated = 0
+
+    def before_pair(self, battle_id: int) -> None:
+        while self.done < len(self.sweeps) and self.sweeps[self.done][0] < battle_id:
+            after, swept_at = self.sweeps[self.done]
+            self.rated += len(_timeouts(self.db, self.rumble_id, swept_at, after, self.field))
+            self.done += 1
+
+    def pair(self, battle_id: int) -> None:
+        pair = next(self.pairs)  # the same battles, in the same order, as the rebuild's log
+        if pair.id != battle_id:
+            raise RuntimeError(f"melee replay out of step: pair {pair.id} against battle {battle_id}")
+        self.rated += len(add_pair(self.db, self.rumble_id, pair, self.field))
+
+    def finish(self) -> int:
+        """Run the remaining sweeps; returns the battles rated."""
+        for after, swept_at in self.sweeps[self.done:]:
+            self.rated += len(_timeouts(self.db, self.rumble_id, swept_at, after, self.field))
+        self.done = len(self.sweeps)
+        return self.rated

@@ -3,7 +3,9 @@
 The log's battles and the participant events (retirements, restorations) are replayed in the
 order they happened, through the same pure functions as the upload path: ``scores.score_battle``
 for the pairings, ``ingest.rate`` (``online.rate_battle``) for the ratings, and the exact
-``scores`` totals for the summaries. Each rating depends on who was active and on every pairing
+``scores`` totals for the summaries. In a melee rumble the pairs only record their pairings, and
+``melee.Replay`` reassembles the whole battles and rates each once as it closes (with the recorded
+sweeps in place), as the upload path does. Each rating depends on who was active and on every pairing
 at the moment of its battle, which is why the events are replayed in place, not just their end
 state. The result equals the online tables bit for bit.
 """
@@ -14,7 +16,7 @@ from collections.abc import Callable
 from operator import itemgetter
 
 from rumble import fields, melee, priority
-from rumble.ingest import battle_shares, rate
+from rumble.ingest import battle_shares, rate, record_pairings
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing
 from rumble.ratings.online import Field
@@ -45,6 +47,8 @@ def rebuild_rumble(db: Store, game: str, rounds: int, min_battles: int, progress
     next_event = 0
     replayed = 0
     survival = by_survival(db, rumble_id)  # twinduel: percentages from rounds won
+    # A melee rumble rates whole battles, as they close, in log order with the recorded sweeps
+    replay = melee.Replay(db, rumble_id, field) if melee_rows.is_melee(db, rumble_id) else None
     for logged in battle_log.iter_scored_battles(db, rumble_id):
         while next_event < len(events) and events[next_event][3] < logged.id:
             _, bot, active, _ = events[next_event]
@@ -55,17 +59,22 @@ def rebuild_rumble(db: Store, game: str, rounds: int, min_battles: int, progress
         state[a, b], state[b, a] = scores.score_battle(
             state.get((a, b)), state.get((b, a)), shares, (logged.first_firsts, logged.second_firsts), rounds, logged.received_at,
         )  # fmt: skip
-        rate(field, a, b, state[a, b], state[b, a], scores.battle_percent(*shares) / 100.0, logged.received_at)
+        if replay is not None:
+            replay.before_pair(logged.id)
+            record_pairings(field, a, b, state[a, b], state[b, a])
+            replay.pair(logged.id)
+        else:
+            rate(field, a, b, state[a, b], state[b, a], scores.battle_percent(*shares) / 100.0, logged.received_at)
         replayed += 1
         if progress and replayed % PROGRESS_EVERY == 0:
             progress(PROGRESS_EVERY)
+    if replay is not None:  # sweeps after the last pair, before the retirements after it (as they happened)
+        replay.finish()
     for _, bot, active, _ in events[next_event:]:
         field.set_active(bot, active)
     if progress:
         progress(replayed % PROGRESS_EVERY)
     _write(db, rumble_id, state, field, min_battles)
-    if melee_rows.is_melee(db, rumble_id):  # whole melee battles: reassembled and rated again
-        melee.rebuild(db, rumble_id)
     return replayed
 
 
@@ -97,6 +106,7 @@ def _write(db: Store, rumble_id: int, state: dict[tuple[int, int], Pairing], fie
         rows.append((a, total, scores.summary(total), max(p.last_battle for _, p in by_bot[a])))
     pairings.put_totals(db, rumble_id, rows)
     rating_rows.clear_ratings(db, rumble_id)
-    rating_rows.put_ratings(db, rumble_id, [(bot, field.ratings(bot)) for bot in order])
+    rated = [(bot, field.ratings(bot)) for bot in order]  # a melee bot whose battles are all still open has none yet
+    rating_rows.put_ratings(db, rumble_id, [(bot, r) for bot, r in rated if r.rated_at == r.rated_at])  # NaN: never rated
     rating_rows.bump_generation(db, rumble_id)
     fields.forget(db, rumble_id)

@@ -191,3 +191,35 @@ def test_a_scheduled_run_shows_on_the_alternative_rankings_page(db, app, client)
     page = client.get("/AlternativeRankings?game=roborumble").get_data(as_text=True)
     assert f"Run {run['id']} (schedule): finished {run['finished_at']} UTC, 20 bots ranked" in page
     assert "250 battles in the log" in page and "No batch run" not in page
+
+
+def test_batch_elo_is_fitted_to_pairing_win_rates_not_aps(app, upload):
+    """Seed 004: MN's batch Elo is "based on pairing win rates (i.e. # wins/battles for each
+    pairing)". A beats B in 3 battles of 4 by a hair (51 %) and loses one 10:90, so A's APS against
+    B is (3·51 + 10)/4 = 40.75 but it won 3 of 4; C draws both of its 2 battles with A and with B.
+    With the one virtual draw per pairing the rates are (3 + ½)/5 = 70 % for A, 30 % for B and
+    (1 + ½)/3 = 50 % for C's pairings. An APS fit would put B first; the win-rate fit puts A first,
+    C at the 1500 mean, A and B symmetric around it at the gap solving A's likelihood equation
+    0.7 + 0.5 = E(2h) + E(h) (found by bisection here, independently of rumble)."""
+    for k, scores in enumerate(((5100, 4900), (5100, 4900), (5100, 4900), (1000, 9000))):
+        assert upload(battle("a.A 1", "a.B 1", scores=scores, firsts=(20 + k, 15))).kind is Kind.ACCEPTED
+    for other in ("a.A 1", "a.B 1"):
+        for k in range(2):
+            assert upload(battle("a.C 1", other, scores=(4000, 4000), firsts=(17 + k, 17))).kind is Kind.ACCEPTED
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    matrix = batch_store.read_matrix(db, rid(db))
+    report = jobs.run_rumble(db, "roborumble", ("batch_elo",))
+    db.close()
+    assert matrix.names == ["a.A 1", "a.B 1", "a.C 1"]
+    np.testing.assert_array_equal(matrix.wins, np.array([[np.nan, 70.0, 50.0], [30.0, np.nan, 50.0], [50.0, 50.0, np.nan]]))
+    assert matrix.d[0, 1] == pytest.approx(40.75, abs=1e-9)  # APS says B is ahead of A
+    scores = report.ranked.ranks["batch_elo"].scores
+    def excess(half_gap: float) -> float:
+        e = lambda x: 1.0 / (1.0 + 10.0 ** (-x / 400.0))  # noqa: E731
+        return (0.7 + 0.5) - (e(2 * half_gap) + e(half_gap))
+    lo, hi = 0.0, 400.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
+    assert scores.tolist() == [pytest.approx(1500 + lo, abs=1e-6), pytest.approx(1500 - lo, abs=1e-6), pytest.approx(1500.0, abs=1e-6)]
+    assert report.ranked.ranks["batch_elo"].ranks.tolist() == [1, 3, 2]

@@ -164,13 +164,34 @@ def test_each_division_reassembles_its_own_copy(db, upload):
     assert melee_ratings(db, "nanomeleerumble") == {}
 
 
-def test_a_prioritized_battle_is_rated_on_timeout_with_every_bot_it_named(db):
-    """17 pairs of a prioritized battle name all 10 bots; the battle waits until an upload to the
-    rumble comes TIMEOUT_S after its last pair, then is rated with all 10, before that upload."""
+def top_two(scores: dict[str, int]) -> tuple[str, str]:
+    """The two best scores: a prioritized battle of these two looks like an ordinary battle's first 17 pairs."""
+    ranked = sorted(scores, key=lambda name: -scores[name])
+    return ranked[0], ranked[1]
+
+
+def test_a_prioritized_battle_is_rated_at_its_17th_pair_with_every_bot_it_named(db):
+    """17 pairs of a prioritized battle (its two chosen bots 4th and 5th) name all 10 bots and are the
+    whole battle: it is rated with all 10 as its last pair arrives, no timeout."""
     rng = random.Random(5)
     scores = random_scores(rng)
-    chosen = tuple(list(scores)[3:5])
-    send(db, stamped(melee_pairs(scores, T0, priority=chosen), 0))
+    chosen = tuple(sorted(scores, key=lambda name: -scores[name])[3:5])
+    pairs = stamped(melee_pairs(scores, T0, priority=chosen), 0)
+    send(db, pairs[:-1])
+    assert [(b["state"], b["pairs"]) for b in battles_of(db)] == [("open", 16)]
+    send(db, pairs[-1:])
+    (first,) = battles_of(db)
+    assert (first["state"], first["pairs"], first["closed_by"], set(first["bots"])) == ("rated", 17, "prioritized", set(scores))
+    assert_ratings(melee_ratings(db), expected_ratings([scores]))
+
+
+def test_a_prioritized_battle_of_the_two_best_waits_for_the_timeout(db):
+    """When the two chosen bots finish first and second, the 17 pairs are exactly an ordinary
+    battle's first 17 (ranking order): the battle waits until an upload to the rumble comes
+    TIMEOUT_S after its last pair, then is rated with all 10, before that upload."""
+    rng = random.Random(5)
+    scores = random_scores(rng)
+    send(db, stamped(melee_pairs(scores, T0, priority=top_two(scores)), 0))
     other = random_scores(rng)
     later = melee_pairs(other, T0 + 600_000, uploader="Joe")
     send(db, stamped(later[:1], melee.TIMEOUT_S - 1))
@@ -187,7 +208,7 @@ def test_a_sweep_rates_a_battle_nothing_follows_and_is_replayed(db, app):
     (not a millisecond before), records that, and a rebuild replays it in place."""
     rng = random.Random(8)
     scores = random_scores(rng)
-    pairs = melee_pairs(scores, T0, priority=tuple(list(scores)[:2]))
+    pairs = melee_pairs(scores, T0, priority=top_two(scores))
     send(db, stamped(pairs, 0))
     rid = rumble_id(db, "meleerumble")
     with store.write(db):
@@ -212,7 +233,7 @@ def test_the_schedule_leader_sweeps_every_melee_rumble(app, db):
     from rumble.jobs import BatchSchedule
 
     scores = random_scores(random.Random(9))
-    send(db, stamped(melee_pairs(scores, T0, priority=tuple(list(scores)[:2])), 0))  # long ago: its time is up
+    send(db, stamped(melee_pairs(scores, T0, priority=top_two(scores)), 0))  # long ago: its time is up
     schedule = BatchSchedule({**app.config["RUMBLE"], "BATCH_INTERVAL_MINUTES": 60})
     try:
         assert schedule.elect() and schedule.scheduler.get_job("melee") is not None
@@ -273,7 +294,7 @@ def _melee_session(db, rng: random.Random) -> None:
                     with store.write(db):
                         melee.sweep(db, rumble_id(db, game), at(clock - 1))
     scores = random_scores(rng)
-    queue += melee_pairs(scores, T0 + 40_000 * 15, priority=tuple(list(scores)[:2]))  # waits for a timeout
+    queue += melee_pairs(scores, T0 + 40_000 * 15, priority=top_two(scores))  # waits for a timeout
     send(db, [replace(p, received_at=at(clock + 10)) for p in queue])
 
 
@@ -283,7 +304,7 @@ def test_rebuild_equals_online_bit_for_bit(db, seed):
     online = {game: melee_rows.dump(db, rumble_id(db, game)) for game in ("meleerumble", "minimeleerumble")}
     tables = snapshot(db)
     states = [b["closed_by"] for game in online for b in battles_of(db, game)]
-    assert {"complete", "timeout", None} <= set(states)  # every way a battle ends (or waits) occurred
+    assert {"complete", "prioritized", "timeout", None} <= set(states)  # every way a battle ends (or waits) occurred
     assert db.execute("SELECT count(*) FROM melee_sweeps").fetchone()[0] > 0  # and sweeps that closed some
     assert sum(len(online[g]["battles"]) for g in online) > 15
     rumbles = load_rumbles()

@@ -1,6 +1,7 @@
 """Weng & Lin (2011), JMLR 12, Algorithm 4 (Plackett-Luce, ties by 1/A_q), written out from the paper
 for the tests, independently of openskill and of rumble.ratings.weng_lin (formulas in
-tests/ratings/test_weng_lin.py's docstring)."""
+tests/ratings/test_weng_lin.py's docstring). Without the variance damping factor γ (the paper's page
+26) unless ``damping=True``, as o!TR uses the model (seed 003)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 BETA, TAU, KAPPA = 25 / 6, 25 / 300, 0.0001
 
 
-def paper_update(mus: list[float], sigmas: list[float], ranks: list[int]) -> list[tuple[float, float]]:
+def paper_update(mus: list[float], sigmas: list[float], ranks: list[int], damping: bool = False) -> list[tuple[float, float]]:
     """New (μ, σ) of each team of one game; ``ranks``: 1 best, equal ranks tied."""
     sigmas = [math.sqrt(s * s + TAU * TAU) for s in sigmas]
     k = len(mus)
@@ -26,6 +27,6 @@ def paper_update(mus: list[float], sigmas: list[float], ranks: list[int]) -> lis
                 delta += p * (1 - p) / a[q]
         var = sigmas[i] ** 2
         omega *= var / c
-        delta *= (sigmas[i] / c) * var / c**2
+        delta *= ((sigmas[i] / c) if damping else 1.0) * var / c**2
         result.append((mus[i] + omega, math.sqrt(var * max(1 - delta, KAPPA))))
     return result

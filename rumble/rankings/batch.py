@@ -25,6 +25,10 @@ METHODS: dict[str, Callable[[np.ndarray], Ranking]] = {
     "vote": vote.rank,
 }
 
+# Methods fitted to the pairings' win rates (battles won over battles), not to their APS: MN's batch
+# Elo is "based on pairing win rates (i.e. # wins/battles for each pairing)" (seed 004).
+WIN_RATE_METHODS = frozenset({"batch_elo"})
+
 PAIRING_METHODS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "knnpbi": knnpbi.knnpbi,
     "npp": npp.npp,

@@ -10,9 +10,12 @@ Default base 10 and scale 400 (chess Elo: 400 points are 10:1 odds, so a 75 % sh
 400·log10(3) = 190.85 points); ``base=20, scale=800, mean=1600`` gives RoboRumble's Elo curve and
 start (seed 004). Ratings are anchored so that their mean is ``mean`` (1500).
 
-Data: s_XY = d[X, Y]/100, the fraction of the pairing X took (for a rumble, pairing APS; MN used
-win rates, which is the same fit over a matrix of win percentages). Each present pairing counts
-once, as n_XY = s_XY + s_YX games (1 in a 1v1 rumble), whatever its number of battles.
+Data: s_XY = d[X, Y]/100, the fraction of the pairing X took. For a rumble that is the pairing's
+win rate, as seed 004 says MN's system is "based on pairing win rates (i.e. # wins/battles for each
+pairing)": the battles X won (a drawn battle half) over the pairing's battles, counting one virtual
+drawn battle per pairing so that an undefeated bot keeps a finite rating (rumble.store.batch
+``win_rates``, chosen by rumble.rankings.batch WIN_RATE_METHODS). Each present pairing counts once,
+as n_XY = s_XY + s_YX games (1 in a 1v1 rumble), whatever its number of battles.
 Log-likelihood ℓ = Σ s_XY·ln E(X, Y) over present pairings, maximised by Newton's method on
 θ = R·ln(base)/scale, whose Hessian is a weighted graph Laplacian; a step that would lower ℓ is
 halved. The fit stops once the full Newton step would move no rating by TOLERANCE or more, and

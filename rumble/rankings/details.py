@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from rumble.rankings.scores import Pairing, pairing_ci
-from rumble.ratings import elo, glicko
+from rumble.ratings import elo, glicko, glicko2
 
 CONFIDENCE = 0.95
 
@@ -139,3 +139,20 @@ def win_probabilities(a: dict | None, b: dict | None) -> dict:
         "glicko2": 100.0 * prob(a["glicko2"], a["glicko2_rd"], b["glicko2"], b["glicko2_rd"]),
         "elo": 100.0 * float(elo.expected_score(a["elo"], b["elo"])),
     }
+
+
+def deviations_now(ratings: dict | None, now: float | None) -> dict | None:
+    """``ratings`` (a row with ``glicko_rd``, ``glicko2_rd``, ``glicko2_volatility`` and ``rated_at``,
+    s since 1970) with both deviations grown for the bot's inactivity up to ``now``, as the next
+    battle would grow them (seed 001's decay in real days, seed 000's in whole days); ``rated_at``
+    is dropped. Unchanged when ``now`` is None or the bot was never rated."""
+    if ratings is None:
+        return None
+    ratings = dict(ratings)
+    rated_at = ratings.pop("rated_at", None)
+    if now is None or rated_at is None or ratings.get("glicko_rd") is None or math.isnan(rated_at):
+        return ratings
+    elapsed = max(now - rated_at, 0.0)  # a clock stepped back grows nothing
+    ratings["glicko_rd"] = glicko.decay(ratings["glicko_rd"], glicko.periods(elapsed))
+    ratings["glicko2_rd"] = glicko2.inactivity(ratings["glicko2_rd"], ratings["glicko2_volatility"], glicko2.whole_days(elapsed))
+    return ratings

@@ -9,15 +9,20 @@ acyclic graphs", ACM Journal of Experimental Algorithmics 11 (2006), algorithm P
 Votes from a pairwise matrix, as for Schulze: ``d[X, Y]`` is the number of voters who prefer X to Y
 (for a rumble, X's pairing APS against Y). X has a majority over Y when d[X, Y] > d[Y, X].
 
-Lock order (deterministic, so equal strengths never depend on chance or on dict order):
-  1. strength, larger first: winning votes d[X, Y] by default, or ``strength="margin"`` / ``"ratio"``
-     (``pairwise.link_strengths``);
-  2. margin d[X, Y] − d[Y, X], larger first: of two majorities with the same winning votes, the one
-     with fewer votes against it goes first (Wikipedia's sort step);
-  3. the winner's index, smaller first, then 4. the loser's index, smaller first: the order that
-     pref_voting's ``ranked_pairs_tb`` uses with its default tie-breaker (the candidates in order).
-     Put the bots in the order that should win exact ties (e.g. by name) before calling.
-
+Lock order: by strength, larger first (winning votes d[X, Y] by default, or ``strength="margin"``
+/ ``"ratio"``, ``pairwise.link_strengths``), then by margin d[X, Y] − d[Y, X], larger first (of two
+majorities with the same winning votes, the one with fewer votes against it goes first, Wikipedia's
+sort step). Majorities equal in both are one *tier*, considered together, so that the result never
+depends on the order the bots are given in: a tier's majorities that lie on a cycle of the locked
+graph plus the whole tier are skipped together (none of them could be locked without choosing
+among equals), the others are all locked. Those cannot close a cycle with each other or with what is
+locked (a cycle of the locked edges plus them would run through the tier's graph, where none of them
+lies on one). So a perfect Condorcet cycle A>B>C>A of equal majorities is a three-way tie, not A, B,
+C by input order. (Tideman's 1987 rule breaks such ties by a tie-breaking ranking of the candidates
+drawn at random, and Zavist and Tideman's 1989 refinement by a ranking built from the voters' own;
+either picks one of the equals. Skipping the tier picks none: every bot the equal majorities could
+put first shares the top rank.) ``lock_order`` lists the majorities with ties between tiers broken by
+the winner's then the loser's index, for display only: the locked graph does not depend on it.
 The locked edges form a ``networkx.DiGraph`` (``locked_graph``). Ranking: a bot's rank is 1 + the
 number of bots with a locked path to it. That is a topological order of the locked graph, and two
 bots of equal rank have no locked path between them. Every pairing played and no exact 50s gives
@@ -65,11 +70,27 @@ def _lock(d: np.ndarray, strength: str) -> tuple[nx.DiGraph, list[int]]:
     # their final place, so most majorities already point forward and cost one comparison.
     order = _DynamicOrder(np.argsort(-majorities(d).sum(axis=1), kind="stable").tolist())
     winners, losers = lock_order(d, strength)
-    locked = order.lock(zip(winners.tolist(), losers.tolist()))
+    keys = _tier_keys(d, strength, winners, losers)
+    locked: list[tuple[int, int]] = []
+    start = 0
+    while start < len(winners):
+        stop = start + 1
+        while stop < len(winners) and keys[stop] == keys[start]:
+            stop += 1
+        tier = list(zip(winners[start:stop].tolist(), losers[start:stop].tolist()))
+        locked += order.lock(tier if len(tier) == 1 else order.acyclic_part(tier))
+        start = stop
     graph = nx.DiGraph()
     graph.add_nodes_from(range(len(d)))
     graph.add_edges_from(locked)
     return graph, order.node_at
+
+
+def _tier_keys(d: np.ndarray, strength: str, winners: np.ndarray, losers: np.ndarray) -> list[tuple[float, float]]:
+    """(strength, margin) of each majority in lock order: equal keys are one tier."""
+    strengths = link_strengths(d, strength)[winners, losers]
+    margins = (d - d.T)[winners, losers]
+    return list(zip(strengths.tolist(), margins.tolist()))
 
 
 def _ancestor_counts(graph: nx.DiGraph, topological: list[int]) -> np.ndarray:
@@ -126,6 +147,26 @@ class _DynamicOrder:
             pred[v] |= bit[u]
             locked.append((u, v))
         return locked
+
+    def acyclic_part(self, tier: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The majorities of a tier that lie on no cycle of the locked graph plus the whole tier."""
+        extra = [0] * len(self.succ)
+        for u, v in tier:
+            extra[u] |= self.bit[v]
+        return [(u, v) for u, v in tier if not self._reaches(extra, v, u)]
+
+    def _reaches(self, extra: list[int], start: int, goal: int) -> bool:
+        """Whether ``goal`` is reachable from ``start`` along the locked edges and ``extra``."""
+        seen = self.bit[start]
+        stack = [start]
+        while stack:
+            x = stack.pop()
+            new = (self.succ[x] | extra[x]) & ~seen
+            if new & self.bit[goal]:
+                return True
+            seen |= new
+            stack.extend(_members(new))
+        return False
 
     def _reorder_for(self, u: int, v: int) -> bool:
         """Make room for u→v with v placed before u; False if v already reaches u."""

@@ -10,9 +10,11 @@ Definitions (the score-explanation page says the same in words):
 - pairing APS and pairing survival: the true running means of those per-battle values (RRServer's
   exact mean, not LiteRumble's 5000-battle cap), with Welford's running variance of the score %;
 - a bot's APS, Survival: means over its *live* pairings (the opponent is an active participant);
-- PL = wins − losses and PWIN = 100·(wins + ½·draws)/pairings, where a pairing is won when its APS
-  is above 50, lost below 50 and drawn at exactly 50 (LiteRumble counts 50 as a loss and RRServer
-  ignores it; a draw is neither, as in Copeland's rule);
+- a pairing is won when its APS is above 50, lost below 50 and drawn at exactly 50; PL = wins −
+  losses (a draw is neither, as in Copeland's rule) and PWIN = 100·wins/pairings, the peers'
+  definition: LiteRumble's PWIN = 50·PL_L/pairings + 50 with PL_L = Σ (+1 above 50, else −1) is
+  the share of pairings *above* 50 (an exact 50 is not a win), as RRServer's "pairs won" is, so
+  PWIN compares across servers; the draws stay visible in the won/drawn/lost columns;
 - APS confidence interval: LiteRumble's 2026 definition, 1.96·sqrt(Σ Var_p/(n_p−1) / (live·k)) over
   the k live pairings with at least 2 battles, Var_p the population variance of pairing p.
 
@@ -185,7 +187,7 @@ def summary(totals: Totals) -> Summary:
         aps_ci=aps_ci,
         survival=totals.survival_exact / (EXACT_UNIT * n) if n else None,
         pl=totals.wins - totals.losses,
-        pwin=100.0 * (2 * totals.wins + totals.draws) / (2 * n) if n else None,
+        pwin=100.0 * totals.wins / n if n else None,
         pairings=n,
         battles=totals.battles,
         wins=totals.wins,

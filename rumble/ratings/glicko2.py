@@ -32,7 +32,9 @@ from rumble.ratings.glicko_common import SCALE, g, terms, to_mu, to_phi, to_r, t
 TAU = 0.5  # seed 000 and RRServer: the paper's example value (its advice: between 0.3 and 1.2)
 EPSILON = 1e-6  # step 5: the paper's convergence tolerance on x = ln(sigma²)
 MAX_ITERATIONS = 100  # Illinois converges superlinearly (3 iterations for the paper's example);
-# reaching 100 means non-finite input or a bug, so it raises instead of returning a guess
+# reaching 100 means non-finite input or a bug, so it raises instead of returning a guess. RRServer
+# bounded it at 20 (seed 004) without saying what happens then; for finite input both bounds give
+# the same result, and 100-then-raise fails loudly (the explanation page says so)
 PERIOD_DAYS = 14  # seed 000: one inactive rating period is 14 days, counted in whole days
 DAY_SECONDS = 86_400
 

@@ -7,8 +7,15 @@ best score first, equal scores tied). With c² = Σ (σ_i² + β²) over the bat
 C_q = Σ_{s: r(s) ≥ r(q)} e^{μ_s/c} and A_q the number of bots tied with q:
 
     Ω_i = σ_i²/c · Σ_{q: r(q) ≤ r(i)} (1/A_q)·([q = i] − e^{μ_i/c}/C_q)
-    Δ_i = (σ_i/c) · σ_i²/c² · Σ_{q: r(q) ≤ r(i)} (1/A_q)·(e^{μ_i/c}/C_q)·(1 − e^{μ_i/c}/C_q)
+    Δ_i = σ_i²/c² · Σ_{q: r(q) ≤ r(i)} (1/A_q)·(e^{μ_i/c}/C_q)·(1 − e^{μ_i/c}/C_q)
     μ_i ← μ_i + Ω_i,   σ_i² ← σ_i²·max(1 − Δ_i, κ)
+
+without the paper's "variance damping factor" γ_i = σ_i/c (its page 26), which openskill applies
+by default: o!TR leaves it out (seed 003: "We do not include the variance damping factor ...
+because volatility is instead increased by decay outside of matches"), and so does rumble, whose
+sigma grows the same way (below). So Δ_i is Algorithm 4's as printed, and a battle shrinks sigma
+by the full amount the model's information gives (γ ≈ 0.6 in a 2-bot battle of new bots, 0.2 in a
+10-bot one, damped it 1.6 to 5 times less).
 
 after openskill's additive dynamics σ_i² ← σ_i² + τ² (so that sigma never collapses). The
 constants are openskill's defaults, which are also o!TR's proportions (peers.md section 4):
@@ -54,7 +61,13 @@ def _model():
     and ``conservative`` only, and never need openskill."""
     from openskill.models import PlackettLuce
 
-    return PlackettLuce(mu=MU, sigma=SIGMA, beta=BETA, kappa=KAPPA, tau=TAU)
+    return PlackettLuce(mu=MU, sigma=SIGMA, beta=BETA, kappa=KAPPA, tau=TAU, gamma=no_damping)
+
+
+def no_damping(c, k, mu, sigma_squared, team, rank, weights=None) -> float:
+    """openskill's γ hook (c, teams, μ, σ², team, rank, weights): 1 for every bot, i.e. no variance
+    damping, as o!TR (seed 003)."""
+    return 1.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,20 +15,25 @@ import numpy as np
 from rumble.rankings.pairwise import Ranking
 from rumble.store import Store
 from rumble.store.ratings import version
+from rumble.store.rumbles import by_survival
 
 # One row of the matrix query, read straight into numpy (no Python object per row survives).
 _CELL = np.dtype([("bot", "i8"), ("opponent", "i8"), ("aps", "f8")])
+_WIN_CELL = np.dtype([("first", "i8"), ("second", "i8"), ("won", "f8"), ("battles", "i8")])
 # One packed pairing of batch_pairings.pairings (see the migration).
 PAIRING_RECORD = np.dtype([("opponent", "<i4"), ("knnpbi", "<f4"), ("npp", "<f4")])
 
 
 @dataclass(frozen=True, eq=False)
 class Matrix:
-    """A rumble's active bots in id order and d[X, Y] = X's pairing APS against Y in percent (NaN: none)."""
+    """A rumble's active bots in id order and d[X, Y] = X's pairing APS against Y in percent (NaN: none);
+    ``wins[X, Y]``: X's pairing win rate against Y in percent (battles won, a drawn battle half, over
+    the pairing's battles, with one virtual draw: ``win_rates``), NaN where they never met."""
 
     ids: np.ndarray
     names: list[str]
     d: np.ndarray
+    wins: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,40 @@ def read_matrix(db: Store, rumble_id: int) -> Matrix:
         col = np.searchsorted(ids, cells["opponent"]).clip(max=len(ids) - 1)
         active = ids[col] == cells["opponent"]
         d[row[active], col[active]] = cells["aps"][active]
-    return Matrix(ids, [name for _, name in bots], d)
+    return Matrix(ids, [name for _, name in bots], d, win_rates(db, rumble_id, ids))
+
+
+def win_rates(db: Store, rumble_id: int, ids: np.ndarray) -> np.ndarray:
+    """w[X, Y] = 100·(battles X won + ½ drawn + ½)/(battles of the pairing + 1), over the log's
+    counted battles, for the bots ``ids`` (sorted); NaN where they never met. A battle is won by the
+    side with the larger share of what the rumble scores (score, or rounds won in a rumble scored
+    by survival). The one virtual drawn battle per pairing (Laplace's rule of succession) keeps
+    every rate inside (0, 100): a bot that won every battle of every pairing, common in a rumble,
+    would otherwise have no finite batch Elo (Zermelo's condition)."""
+    first, second = ("first_firsts", "second_firsts") if by_survival(db, rumble_id) else ("first_score", "second_score")
+    w = np.full((len(ids), len(ids)), np.nan)
+    cells = np.fromiter(
+        db.execute(
+            f"SELECT first_bot_id, second_bot_id, sum(({first} > {second}) + 0.5 * ({first} = {second})), count(*) "
+            "FROM battles WHERE rumble_id = ? AND state = 'ok' GROUP BY first_bot_id, second_bot_id",
+            (rumble_id,),
+        ),
+        dtype=_WIN_CELL,
+    )
+    if not (len(ids) and len(cells)):
+        return w
+    won = np.zeros((len(ids), len(ids)))
+    played = np.zeros((len(ids), len(ids)))
+    a = np.searchsorted(ids, cells["first"]).clip(max=len(ids) - 1)
+    b = np.searchsorted(ids, cells["second"]).clip(max=len(ids) - 1)
+    known = (ids[a] == cells["first"]) & (ids[b] == cells["second"])
+    a, b, cells = a[known], b[known], cells[known]
+    np.add.at(won, (a, b), cells["won"])  # both orders of a pair add up
+    np.add.at(won, (b, a), cells["battles"] - cells["won"])
+    np.add.at(played, (a, b), cells["battles"])
+    np.add.at(played, (b, a), cells["battles"])
+    np.divide(100.0 * (won + 0.5), played + 1.0, out=w, where=played > 0)
+    return w
 
 
 def seen(db: Store, rumble_id: int) -> Seen:

@@ -38,18 +38,19 @@ def find_participant(db: Store, rumble_id: int, name: str) -> dict | None:
     return None
 
 
-def _summary(db: Store, rumble_id: int, bot: int) -> dict:
-    """The bot's row of the rankings table (scores, every rating, latest batch ranks); None values before a battle."""
+def _summary(db: Store, rumble_id: int, bot: int, now: float | None = None) -> dict:
+    """The bot's row of the rankings table (scores, every rating with its deviations grown up to
+    ``now``, latest batch ranks); None values before a battle."""
     row = db.execute(
         "SELECT s.aps, s.aps_ci, s.pwin, s.pl, s.survival, s.pairings, s.battles, substr(s.last_battle, 1, 19), "
-        "s.wins, s.draws, s.losses, " + ", ".join(f"g.{c}" for c in RATING_COLUMNS) + " FROM (SELECT 1) "
+        "s.wins, s.draws, s.losses, " + ", ".join(f"g.{c}" for c in RATING_COLUMNS) + ", g.rated_at FROM (SELECT 1) "
         "LEFT JOIN bot_summaries s ON s.rumble_id = ? AND s.bot_id = ? "
         "LEFT JOIN ratings g ON g.rumble_id = ? AND g.bot_id = ?",
         (rumble_id, bot, rumble_id, bot),
     ).fetchone()
     summary = dict(zip(SUMMARY_COLUMNS, row[: len(SUMMARY_COLUMNS)]))
-    ratings = dict(zip(RATING_COLUMNS, row[len(SUMMARY_COLUMNS) :]))
-    summary["ratings"] = ratings if ratings["elo"] is not None else None
+    ratings = dict(zip((*RATING_COLUMNS, "rated_at"), row[len(SUMMARY_COLUMNS) :]))
+    summary["ratings"] = figures.deviations_now(ratings, now) if ratings["elo"] is not None else None
     summary["batch"] = {
         method: {"rank": rank, "score": score}
         for method, rank, score in db.execute(
@@ -82,8 +83,9 @@ def _pairings(db: Store, rumble_id: int, bot: int, elo: float | None) -> list[di
     return out
 
 
-def bot_details(db: Store, rumble_id: int, name: str, order: str = "name") -> dict | None:
+def bot_details(db: Store, rumble_id: int, name: str, order: str = "name", now: float | None = None) -> dict | None:
     """The bot-details page: ``bot``, ``summary`` and its ``pairings`` sorted by ``order``; None if no such bot.
+    ``now`` (s since 1970): the deviations are shown grown for the bot's inactivity up to then.
 
     Raises KeyError for an ``order`` not in PAIRING_ORDER.
     """
@@ -91,7 +93,7 @@ def bot_details(db: Store, rumble_id: int, name: str, order: str = "name") -> di
         bot = find_participant(db, rumble_id, name)
         if bot is None:
             return None
-        summary = _summary(db, rumble_id, bot["id"])
+        summary = _summary(db, rumble_id, bot["id"], now)
         elo = summary["ratings"]["elo"] if summary["ratings"] else None
         pairings = figures.sort_rows(_pairings(db, rumble_id, bot["id"], elo), order, PAIRING_ORDER)
         versions = other_versions(db, rumble_id, bot["id"])
@@ -202,16 +204,17 @@ def _common_rows(mine: dict[str, tuple], theirs: dict[str, tuple], exclude: set[
     return rows
 
 
-def bot_compare(db: Store, rumble_id: int, name_a: str, name_b: str, order: str = "name") -> dict | None:
+def bot_compare(db: Store, rumble_id: int, name_a: str, name_b: str, order: str = "name", now: float | None = None) -> dict | None:
     """The comparison page: A and B over their common live opponents, the mean APS difference with its
     paired t-interval and verdict, the win probabilities from the ratings, and A's pairing against B.
-    None if a bot is unknown; KeyError for an ``order`` not in COMPARE_ORDER."""
+    None if a bot is unknown; KeyError for an ``order`` not in COMPARE_ORDER. The win probabilities
+    use both bots' deviations grown for their inactivity up to ``now`` (s since 1970)."""
     with read(db):
         a, b = find_participant(db, rumble_id, name_a), find_participant(db, rumble_id, name_b)
         if a is None or b is None:
             return None
         rows = _common_rows(_live_pairings(db, rumble_id, a["id"]), _live_pairings(db, rumble_id, b["id"]), {a["name"], b["name"]})
-        ratings = [_summary(db, rumble_id, bot["id"])["ratings"] for bot in (a, b)]
+        ratings = [_summary(db, rumble_id, bot["id"], now)["ratings"] for bot in (a, b)]
         head_to_head = _pairing_row(db, rumble_id, a["id"], b["id"])
     interval = figures.paired_interval([row["diff"] for row in rows])
     return {

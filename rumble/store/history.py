@@ -1,9 +1,12 @@
-"""The daily snapshot of every rumble's standings (migration 0008) and the reads behind the plots.
+"""The daily snapshot of every rumble's standings (migrations 0008, 0014) and the reads behind the plots.
 
-``snapshot_day`` copies each active bot's current rank, APS, battles and ratings into
-rank_history under today's UTC date, once a day per rumble (seed 002: XonStat computes its ranks
-at the start of each day, per game type). The scheduled job calls it (rumble/jobs.py); it is
-history, not derived from the log, so a rebuild leaves it as it is.
+``snapshot_day`` copies each active bot's current APS rank, XonStat rank, APS, battles and ratings
+into rank_history under today's UTC date, once a day per rumble. Seed 002: XonStat's "Ranks are
+calculated at the beginning of each day using the Elo values at that time ... per game type", so
+``xonstat_rank`` is the bot's rank by XonStat Elo in its rumble that day (in a melee rumble the
+whole-battle XonStat Elo the tables show), ties broken by name; ``rank`` stays the APS rank. The
+scheduled job calls it (rumble/jobs.py); it is history, not derived from the log, so a rebuild
+leaves it as it is.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from datetime import datetime, timezone
 
 from rumble.store import Store
 
-HISTORY_COLUMNS = ("day", "rank", "aps", "battles", "elo", "glicko", "glicko2", "rank_points", "xonstat")
+HISTORY_COLUMNS = ("day", "rank", "xonstat_rank", "aps", "battles", "elo", "glicko", "glicko2", "rank_points", "xonstat")
 
 
 def today() -> str:
@@ -26,13 +29,19 @@ def snapshot_day(db: Store, day: str | None = None) -> int:
     """
     day = day or today()
     cursor = db.execute(
-        "INSERT OR IGNORE INTO rank_history (rumble_id, day, bot_id, rank, aps, battles, elo, glicko, glicko2, rank_points, xonstat) "
-        "SELECT s.rumble_id, ?, s.bot_id, row_number() OVER (PARTITION BY s.rumble_id ORDER BY s.aps DESC, b.full_name), "
-        "s.aps, s.battles, g.elo, g.glicko, g.glicko2, g.rank_points, g.xonstat FROM bot_summaries s "
+        "INSERT OR IGNORE INTO rank_history (rumble_id, day, bot_id, rank, xonstat_rank, aps, battles, elo, glicko, glicko2, "
+        "rank_points, xonstat) "
+        "SELECT rumble_id, ?, bot_id, row_number() OVER (PARTITION BY rumble_id ORDER BY aps DESC, full_name), "
+        "row_number() OVER (PARTITION BY rumble_id ORDER BY xonstat DESC NULLS LAST, full_name), "
+        "aps, battles, elo, glicko, glicko2, rank_points, xonstat FROM ("
+        "SELECT s.rumble_id, s.bot_id, b.full_name, s.aps, s.battles, g.elo, g.glicko, g.glicko2, g.rank_points, "
+        "CASE WHEN r.melee THEN m.xonstat ELSE g.xonstat END AS xonstat FROM bot_summaries s "
+        "JOIN rumbles r ON r.id = s.rumble_id "
         "JOIN participants p ON p.rumble_id = s.rumble_id AND p.bot_id = s.bot_id AND p.active = 1 "
         "JOIN bots b ON b.id = s.bot_id "
         "LEFT JOIN ratings g ON g.rumble_id = s.rumble_id AND g.bot_id = s.bot_id "
-        "WHERE s.aps IS NOT NULL AND s.rumble_id NOT IN (SELECT rumble_id FROM rank_history WHERE day = ?)",
+        "LEFT JOIN melee_ratings m ON m.rumble_id = s.rumble_id AND m.bot_id = s.bot_id "
+        "WHERE s.aps IS NOT NULL AND s.rumble_id NOT IN (SELECT rumble_id FROM rank_history WHERE day = ?))",
         (day, day),
     )
     return cursor.rowcount

@@ -62,6 +62,16 @@ def battles_since(db: Store, rumble_id: int, battle_id: int) -> list[tuple[int, 
     ).fetchall()
 
 
+def bots_rated_by_melee_battles(db: Store, rumble_id: int, battle_ids: list[int]) -> list[int]:
+    """The bots of the melee battles closed while one of ``battle_ids`` was applied (their ratings
+    changed with that upload, rumble/melee.py)."""
+    if not battle_ids:
+        return []
+    return [row[0] for row in db.execute(
+        "SELECT DISTINCT e.bot_id FROM melee_battles m JOIN melee_entries e ON e.melee_battle_id = m.id "
+        f"WHERE m.rumble_id = ? AND m.closed_after_battle_id IN ({', '.join('?' * len(battle_ids))})", (rumble_id, *battle_ids))]  # fmt: skip
+
+
 def bots_with_events_since(db: Store, rumble_id: int, event_id: int) -> list[int]:
     """The bots retired or restored in the rumble after event ``event_id``."""
     return [row[0] for row in db.execute(

@@ -31,6 +31,7 @@ RANKING_COLUMNS = (
     "elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volatility", "rank_points", "xonstat",
     *(f"{method}_{part}" for method in BATCH_METHODS for part in ("rank", "score")),
 )  # fmt: skip
+_RATED_AT = RANKING_COLUMNS.index("xonstat") + 1  # where the query reads ratings.rated_at (s since 1970)
 # The batch_ranks rows of one rumble turned into one row per bot, a rank and a score column per method.
 _BATCH_PIVOT = ", ".join(
     f"max(CASE WHEN method = '{m}' THEN rank END) AS {m}_rank, max(CASE WHEN method = '{m}' THEN score END) AS {m}_score"
@@ -44,6 +45,7 @@ def ranking_rows(db: Store, rumble_id: int, order: str = "-aps") -> list[dict]:
     ``order`` is a column of RANKING_ORDER, with ``-`` for descending; ``rank`` is always the
     APS rank (ties broken by name), whatever the order of the rows. ``<method>_rank`` and
     ``<method>_score`` are the latest batch ranks (None before a run, or for a bot it left out).
+    ``rated_at`` is the bot's last rating update (s since 1970), to grow its deviations to the present.
     """
     key = order.lstrip("-")
     if key not in RANKING_ORDER:
@@ -53,6 +55,7 @@ def ranking_rows(db: Store, rumble_id: int, order: str = "-aps") -> list[dict]:
         "SELECT b.full_name, s.aps, s.aps_ci, s.pwin, s.pl, s.survival, s.pairings, s.battles, "
         "substr(s.last_battle, 1, 19), s.wins, s.draws, s.losses, "
         "g.elo, g.glicko, g.glicko_rd, g.glicko2, g.glicko2_rd, g.glicko2_volatility, g.rank_points, g.xonstat, "
+        "g.rated_at, "
         + "".join(f"k.{m}_rank, k.{m}_score, " for m in BATCH_METHODS)
         + "row_number() OVER (ORDER BY s.aps DESC, b.full_name) FROM bot_summaries s "
         "JOIN participants p ON p.rumble_id = s.rumble_id AND p.bot_id = s.bot_id "
@@ -64,7 +67,7 @@ def ranking_rows(db: Store, rumble_id: int, order: str = "-aps") -> list[dict]:
         f"ORDER BY {RANKING_ORDER[key]} {direction} NULLS LAST, s.aps DESC, b.full_name",
         (rumble_id, rumble_id),
     ).fetchall()
-    return [dict(zip(RANKING_COLUMNS + ("rank",), row)) for row in rows]
+    return [dict(zip(RANKING_COLUMNS[:_RATED_AT] + ("rated_at",) + RANKING_COLUMNS[_RATED_AT:] + ("rank",), row)) for row in rows]
 
 
 def unrated_since_last_event(db: Store, rumble_id: int) -> int:

@@ -22,7 +22,7 @@ from rumble.store import batch as batch_store
 from rumble.store import details, export, history, read
 from rumble.store import rumbles as rumble_store
 from rumble.store.tables import RANKING_COLUMNS, RANKING_ORDER
-from rumble.web import get_db
+from rumble.web import get_db, now
 from rumble.web.bots import NotFound, _found, _rumble
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -119,8 +119,9 @@ def _paginated(items: list) -> dict:
 
 
 def _ordered(function, *args, order: str, orders) -> dict | None:
+    """``function(*args, order=order, now=...)``: a bot page's deviations are grown up to the app's now."""
     try:
-        return function(*args, order=order)
+        return function(*args, order=order, now=now().timestamp())
     except KeyError:
         raise ApiError(f"Cannot sort by {order!r}; use one of {', '.join(orders)} (with - for descending).") from None
 

@@ -55,8 +55,9 @@ def _found(page: dict | None, game: str, *names: str) -> dict:
 
 
 def _call(function, *args, order: str, orders) -> dict | None:
+    """``function(*args, order=order, now=...)``: a bot page's deviations are grown up to the app's now."""
     try:
-        return function(*args, order=order)
+        return function(*args, order=order, now=now().timestamp())
     except KeyError:
         raise NotFound(f"Cannot sort by {order!r}; use one of {', '.join(orders)} (with - for descending).", 400) from None
 

@@ -9,6 +9,7 @@ from urllib.parse import quote_plus
 
 from flask import Blueprint, abort, current_app, jsonify, render_template, request
 
+from rumble.rankings import details as figures
 from rumble.rankings import ties
 from rumble.ratings import weng_lin
 from rumble.ratings.online import PROVISIONAL_RD, provisional
@@ -135,7 +136,8 @@ def ranking_table(db, rid: int, order: str, melee: bool = False) -> tuple[list[d
     Weng-Lin columns, which ``order`` may name. KeyError for an unknown order."""
     # A melee rumble shows the whole-battle XonStat Elo (_with_melee), so it sorts by that one too.
     melee_order = melee and order.lstrip("-") in (*MELEE_TITLES, "xonstat")
-    rows = [_with_provisional(row) for row in tables.ranking_rows(db, rid, "-aps" if melee_order else order)]
+    moment = now().timestamp()
+    rows = [_with_provisional(figures.deviations_now(row, moment)) for row in tables.ranking_rows(db, rid, "-aps" if melee_order else order)]
     if melee:
         _with_melee(rows, melee_store.ratings_by_name(db, rid), order if melee_order else None)
     for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):
@@ -167,7 +169,7 @@ def _positive(name: str, default: int) -> int:
 
 
 def _with_provisional(row: dict) -> dict:
-    """Mark a bot whose Glicko-2 deviation is still high (rumble.ratings.online.provisional)."""
+    """Mark a bot whose Glicko-2 deviation (grown up to now) is high (rumble.ratings.online.provisional)."""
     row["provisional"] = row["glicko2_rd"] is None or provisional(row["glicko2_rd"])
     return row
 

@@ -54,7 +54,7 @@ def _empty(axes, text: str) -> None:
 def scores_plot() -> Response:
     """A pairing's APS (y) against its opponent's APS (x), live opponents only."""
     game, name = request.args.get("game", "roborumble"), request.args.get("name", "")
-    page = _found(details.bot_details(get_db(), _rumble(game), name), game, name)
+    page = _found(details.bot_details(get_db(), _rumble(game), name, now=now().timestamp()), game, name)
     points = [(p["opponent_aps"], p["aps"]) for p in page["pairings"] if p["active"] and p["opponent_aps"] is not None]
     import matplotlib
 
@@ -72,7 +72,7 @@ def scores_plot() -> Response:
 
 
 def history_plot() -> Response:
-    """The bot's rank, APS and ratings per day, from the daily snapshot."""
+    """The bot's APS rank and XonStat rank, APS and ratings per day, from the daily snapshot."""
     game, name = request.args.get("game", "roborumble"), request.args.get("name", "")
     db = get_db()
     rid = _rumble(game)
@@ -89,7 +89,12 @@ def history_plot() -> Response:
         days = [date.fromisoformat(r["day"]) for r in rows]
         figure, (rank, aps, ratings) = _figure(3, height=6.0)
         marker = "o" if len(rows) < 40 else None
-        rank.plot(days, [r["rank"] for r in rows], marker=marker, color="#8a2f2f")
+        rank.plot(days, [r["rank"] for r in rows], marker=marker, color="#8a2f2f", label="APS rank")
+        xonstat_ranks = [r["xonstat_rank"] for r in rows]
+        if any(v is not None for v in xonstat_ranks):  # seed 002's daily rank by XonStat Elo
+            rank.plot(days, [float("nan") if v is None else v for v in xonstat_ranks], marker=marker, color="#5d8a2f",
+                      label="XonStat rank")  # fmt: skip
+            rank.legend(loc="best", fontsize=8)
         rank.invert_yaxis()
         rank.set_ylabel("rank")
         aps.plot(days, [r["aps"] for r in rows], marker=marker, color="#2f5d8a")

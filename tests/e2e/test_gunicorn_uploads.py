@@ -70,9 +70,10 @@ def test_upload_is_stored_and_listed(live_server):
 
 def _upload_figures(live_server) -> tuple:
     """The ratings file and every rankings column an upload changes: not the batch ranks, which the
-    server's scheduled batch run may fill in at any moment (it runs once at start-up)."""
+    server's scheduled batch run may fill in at any moment (it runs once at start-up), nor Glicko's
+    RD, shown grown for inactivity up to now (real-valued days: it moves by the second)."""
     batch = tuple(f"_{kind}" for kind in ("rank", "score"))
-    rankings = {name: {k: v for k, v in row.items() if k == "rank" or not k.endswith(batch)}
+    rankings = {name: {k: v for k, v in row.items() if (k == "rank" or not k.endswith(batch)) and k != "glicko_rd"}
                 for name, row in live_server.rankings("roborumble").items()}  # fmt: skip
     return live_server.ratings("roborumble"), rankings
 

@@ -66,6 +66,15 @@ def melee_ratings(server: LiveServer, game: str) -> dict[str, tuple]:
     return {row[0]: row[1:] for row in rows}
 
 
+def rating_steps(server: LiveServer, game: str) -> dict[str, tuple]:
+    """Each bot's count of rating steps (every rating moves together, counted by XonStat's battles),
+    its XonStat Elo and Rank Points in the rumble's ratings table."""
+    with read_only(server.db_path) as db:
+        rows = db.execute("SELECT b.full_name, g.xonstat_battles, g.xonstat, g.rank_points FROM ratings g JOIN bots b ON b.id = g.bot_id "
+                          "JOIN rumbles r ON r.id = g.rumble_id WHERE r.name = ?", (game,)).fetchall()  # fmt: skip
+    return {row[0]: row[1:] for row in rows}
+
+
 def expected_melee_ratings(battles: list[dict[str, int]]) -> dict[str, tuple]:
     """The paper's Weng-Lin and XonStat's mean of pairwise changes, battle after battle."""
     state: dict[str, tuple] = {}
@@ -123,6 +132,13 @@ def test_real_client_melee_battles_are_reassembled_and_rated_once(live_server: L
     assert set(got) == set(expected)
     for name, values in expected.items():
         assert got[name] == pytest.approx(values, rel=1e-12), name
+    # One step of every rating per battle, not one per pair upload (issue 13): each bot's ratings
+    # moved once per battle it fought, XonStat as the pairwise mean, Rank Points at most 500 a step
+    steps = rating_steps(live_server, "meleerumble")
+    assert set(steps) == set(expected)
+    for name, (_, _, battles, xonstat) in expected.items():
+        assert steps[name][0] == battles and steps[name][1] == pytest.approx(xonstat, rel=1e-12), name
+        assert 0 <= steps[name][2] <= 500 * battles, name
     rankings = live_server.rankings("meleerumble")
     for name, (mu, sigma, battles, _) in expected.items():
         row = rankings[name]

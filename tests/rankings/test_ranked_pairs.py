@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -43,11 +45,40 @@ def test_unbalanced_cycle_skips_its_weakest_majority():
     assert sorted(ranked_pairs.locked_graph(d).edges) == [(0, 2), (2, 1)]
 
 
-def test_balanced_cycle_is_decided_by_the_documented_index_rule():
-    """All three majorities 60:40: R(0)→S(2), P(1)→R(0), S(2)→P(1) are taken by winner's index.
-    Locking 0→2 and 1→0 makes 2→1 a cycle, so P > R > S."""
-    d = np.array([[NAN, 40, 60], [60, NAN, 40], [40, 60, NAN]])
-    assert ranked_pairs.rank(d).ranks.tolist() == [2, 1, 3]
+def condorcet_paradox() -> np.ndarray:
+    """Condorcet's paradox as Wikipedia ("Condorcet paradox") gives it: three voters A>B>C, B>C>A,
+    C>A>B. Tally (voters preferring row over column): A over B 2 (voters 1, 3), B over C 2 (1, 2),
+    C over A 2 (2, 3), each against 1: the perfect cycle A>B>C>A with equal majorities."""
+    return np.array([[NAN, 2, 1], [1, NAN, 2], [2, 1, NAN]])
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
+def test_condorcet_paradox_is_a_three_way_tie_in_any_input_order(order):
+    """The three 2:1 majorities form one tier and all lie on its cycle, so none is locked: the three
+    candidates share rank 1, whatever order they are given in (the old index rule ranked them
+    by position: 1, 2, 3)."""
+    d = condorcet_paradox()[np.ix_(order, order)]
+    assert ranked_pairs.rank(d).ranks.tolist() == [1, 1, 1]
+    assert ranked_pairs.locked_graph(d).number_of_edges() == 0
+
+
+def test_a_tied_cycle_above_a_beaten_candidate_is_skipped_and_the_rest_locked():
+    """Condorcet's three voters plus D, whom all three rank last: A, B, C each beat D 3:0 (locked
+    first), then the 2:1 cycle is skipped as one tier: A, B, C share rank 1 and D is 4th."""
+    d = np.full((4, 4), NAN)
+    d[:3, :3] = condorcet_paradox()
+    d[:3, 3], d[3, :3] = 3, 0
+    for order in itertools.permutations(range(4)):
+        ranks = ranked_pairs.rank(d[np.ix_(order, order)]).ranks.tolist()
+        assert [ranks[order.index(x)] for x in range(4)] == [1, 1, 1, 4]
+
+
+def test_a_tier_member_off_the_cycle_is_still_locked():
+    """A>B, B>C, C>A and A>D all 60:40 (one tier); D-B and D-C exact 50s. The cycle's three are
+    skipped, A→D lies on no cycle and is locked: A, B, C first, D 2nd (A alone above it)."""
+    d = np.array([[NAN, 60, 40, 60], [40, NAN, 60, 50], [60, 40, NAN, 50], [40, 50, 50, NAN]])
+    assert sorted(ranked_pairs.locked_graph(d).edges) == [(0, 3)]
+    assert ranked_pairs.rank(d).ranks.tolist() == [1, 1, 1, 2]
 
 
 def test_equal_winning_votes_go_by_margin_first():
@@ -77,12 +108,20 @@ def test_a_missing_pairing_is_not_a_majority():
 
 
 def _naive_locked_edges(d: np.ndarray) -> set[tuple[int, int]]:
-    """The same lock order, with one networkx.has_path per majority as the cycle check."""
+    """The documented rule written with networkx: majorities grouped into tiers of equal winning
+    votes and margin, strongest first; a tier's majority is locked unless it lies on a cycle of
+    the locked graph plus the whole tier (networkx.has_path back from its loser)."""
     graph = nx.DiGraph()
     graph.add_nodes_from(range(len(d)))
-    for u, v in zip(*(a.tolist() for a in ranked_pairs.lock_order(d))):
-        if not nx.has_path(graph, v, u):
-            graph.add_edge(u, v)
+    tiers: dict[tuple[float, float], list[tuple[int, int]]] = {}
+    for u in range(len(d)):
+        for v in range(len(d)):
+            if d[u, v] > d[v, u]:  # False for NaN
+                tiers.setdefault((float(d[u, v]), float(d[u, v] - d[v, u])), []).append((u, v))
+    for key in sorted(tiers, reverse=True):
+        with_tier = graph.copy()
+        with_tier.add_edges_from(tiers[key])
+        graph.add_edges_from([(u, v) for u, v in tiers[key] if not nx.has_path(with_tier, v, u)])
     return set(graph.edges)
 
 
@@ -96,6 +135,8 @@ def test_fast_cycle_check_locks_what_has_path_locks(seed):
     d[rng.uniform(size=(n, n)) < 0.1] = NAN
     np.fill_diagonal(d, NAN)
     assert set(ranked_pairs.locked_graph(d).edges) == _naive_locked_edges(d)
+    order = rng.permutation(n)  # and the ranks do not depend on the order the bots are given in
+    assert ranked_pairs.rank(d[np.ix_(order, order)]).ranks.tolist() == ranked_pairs.rank(d).ranks[order].tolist()
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -59,7 +59,7 @@ def test_bot_summary_from_three_pairings():
     """Pairings: B at 60/70/80 (APS 70, var 200/3), C at 40 (1 battle), D at 40/60 (APS 50, var 100).
 
     APS = (70 + 40 + 50)/3 = 53.3333; wins 1 (B), losses 1 (C), draws 1 (D): PL = 0,
-    PWIN = 100·(1 + ½)/3 = 50. CI terms over the k = 2 pairings with 2+ battles:
+    PWIN = 100·1/3 (the draw is no win). CI terms over the k = 2 pairings with 2+ battles:
     B 66.667/2 = 33.333, D 100/1 = 100, sum 133.333; CI = 1.96·sqrt(133.333/(3·2)) = 1.96·4.714045 = 9.239528.
     Battles 3 + 1 + 2 = 6. Survival: 30, 60, 90 → 60.
     """
@@ -67,7 +67,7 @@ def test_bot_summary_from_three_pairings():
     s = summary(totals_of(pairings))
     assert s.aps == pytest.approx(53.333333, abs=1e-6)
     assert (s.wins, s.draws, s.losses, s.pl) == (1, 1, 1, 0)
-    assert s.pwin == 50.0
+    assert s.pwin == 100.0 / 3.0
     assert s.aps_ci == pytest.approx(9.239528, abs=1e-6)
     assert s.pairings == 3 and s.battles == 6
     assert s.survival == pytest.approx(60.0, abs=1e-12)
@@ -77,6 +77,22 @@ def test_pwin_without_draws_matches_literumbles_formula():
     """3 won, 1 lost of 4: PL = 2, PWIN = 50·2/4 + 50 = 75 (LiteRumble) = 100·3/4."""
     s = summary(totals_of([_pairing(60), _pairing(70), _pairing(55), _pairing(10)]))
     assert (s.pl, s.pwin) == (2, 75.0)
+
+
+def literumble_pwin(pairing_aps: list[float]) -> float:
+    """LiteRumble's published PWIN (peers.md section 1, its Rankings code): PL_L = Σ (+1 if APS > 50
+    else −1), PWIN = 50·PL_L/pairings + 50; written out here, independently of rumble."""
+    pl = sum(1 if aps > 50 else -1 for aps in pairing_aps)
+    return 50.0 * pl / len(pairing_aps) + 50.0
+
+
+@pytest.mark.parametrize("percents", [[60, 50, 40, 50], [50, 50], [51, 50, 49, 50, 50, 70, 30, 100], [50]])
+def test_pwin_equals_literumbles_with_draws(percents):
+    """Exact 50s are no win on LiteRumble (nor on RRServer, whose "pairs won" counts APS > 50): PWIN
+    agrees with LiteRumble's formula whatever the draws, while PL and the counts keep the draws apart."""
+    s = summary(totals_of([_pairing(p) for p in percents]))
+    assert s.pwin == pytest.approx(literumble_pwin(percents), abs=1e-12)
+    assert (s.wins, s.draws, s.losses) == (sum(p > 50 for p in percents), percents.count(50), sum(p < 50 for p in percents))
 
 
 def test_no_pairings_gives_empty_scores():

@@ -6,8 +6,10 @@ JMLR 12, Algorithm 4 (the Plackett-Luce model, with the paper's ties: a tied tea
 
     c = sqrt(Σ_i (σ_i² + β²)),  C_q = Σ_{s: r(s) ≥ r(q)} exp(μ_s/c),  A_q = |{s: r(s) = r(q)}|
     Ω_i = σ_i²/c · Σ_{q: r(q) ≤ r(i)} (1/A_q)·([q = i] − exp(μ_i/c)/C_q)
-    Δ_i = γ_i · σ_i²/c² · Σ_{q: r(q) ≤ r(i)} (1/A_q)·(exp(μ_i/c)/C_q)·(1 − exp(μ_i/c)/C_q),  γ_i = σ_i/c
+    Δ_i = σ_i²/c² · Σ_{q: r(q) ≤ r(i)} (1/A_q)·(exp(μ_i/c)/C_q)·(1 − exp(μ_i/c)/C_q)
     μ_i ← μ_i + Ω_i,  σ_i² ← σ_i²·max(1 − Δ_i, κ)
+
+without the paper's variance damping factor γ_i = σ_i/c, as o!TR (seed 003) and rumble leave it out.
 
 preceded by the additive dynamics σ_i² ← σ_i² + τ² that the module documents.
 """
@@ -42,6 +44,27 @@ def test_two_new_bots_by_hand():
     (a, b) = weng_lin.rate_battle([Skill(), Skill()], [5000, 3000], now=0.0)[1]
     assert a.mu == pytest.approx(27.635389, abs=1e-6)
     assert b.mu == pytest.approx(22.364611, abs=1e-6)
+
+
+def test_two_new_bots_sigma_without_variance_damping_by_hand():
+    """Algorithm 4 without γ: σ'² = 69.451389 and c² = 173.625 as above, so σ'²/c² = 0.400008; each
+    bot's Δ sums one term p(1 − p) = ¼ with p = ½ (the loser's second term has p = 1: 0), so
+    Δ = 0.100002 and σ = sqrt(69.451389·0.899998) = 7.906081 for both. (With openskill's default
+    γ = σ/c = 0.632462, Δ would be 0.063247 and σ 8.065901: the old, damped value.)"""
+    (a, b) = weng_lin.rate_battle([Skill(), Skill()], [5000, 3000], now=0.0)[1]
+    assert a.sigma == pytest.approx(7.906081, abs=1e-6)
+    assert b.sigma == pytest.approx(7.906081, abs=1e-6)
+
+
+def test_ten_bot_battle_is_not_damped():
+    """The paper's update with and without γ differ in a 10-bot battle; rumble follows the undamped one."""
+    mus, sigmas = [25.0 + k for k in range(10)], [25 / 3 - 0.3 * k for k in range(10)]
+    ranks = list(range(1, 11))
+    _, rated = weng_lin.rate_battle([Skill(m, s) for m, s in zip(mus, sigmas)], [10_000 - 100 * k for k in range(10)], now=1e9)
+    undamped, damped = paper_update(mus, sigmas, ranks), paper_update(mus, sigmas, ranks, damping=True)
+    for got, (_, sigma), (_, sigma_damped) in zip(rated, undamped, damped):
+        assert got.sigma == pytest.approx(sigma, rel=1e-12)
+        assert abs(got.sigma - sigma_damped) > 1e-3
 
 
 def test_a_tie_of_two_equal_bots_moves_neither():

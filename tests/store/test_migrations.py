@@ -75,3 +75,23 @@ def test_server_connections_checkpoint_outside_commits(tmp_path):
     assert db.commits_since_checkpoint == 0
     assert os.path.getsize(tmp_path / "c.db") > before  # now copied into the database file
     db.close()
+
+
+def test_migration_0014_recomputes_pwin_without_half_wins_for_draws(tmp_path):
+    """A summary stored by the old rule (2 won, 1 drawn, 1 lost: PWIN 62.5) reads 50 after 0014."""
+    db = store.connect(tmp_path / "r.db", migrate=False)
+    files = migration_files()
+    upto = tmp_path / "before"
+    upto.mkdir()
+    for path in files:
+        if int(path.name[:4]) < 14:
+            (upto / path.name).write_text(path.read_text())
+    migrate(db, upto)
+    db.conn.execute(
+        "INSERT INTO bot_summaries (rumble_id, bot_id, pairings, battles, aps_exact, survival_exact, wins, draws, losses, "
+        "ci_count, ci_exact, pl, pwin, last_battle) VALUES (1, 1, 4, 9, '0', '0', 2, 1, 1, 0, '0', 1, 62.5, ''), "
+        "(1, 2, 0, 0, '0', '0', 0, 0, 0, 0, '0', 0, NULL, '')"
+    )
+    migrate(db)
+    assert db.execute("SELECT bot_id, pwin FROM bot_summaries ORDER BY bot_id").fetchall() == [(1, 50.0), (2, None)]
+    db.close()

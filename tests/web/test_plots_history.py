@@ -73,3 +73,29 @@ def test_bot_details_lists_the_other_versions_of_the_bot(client, upload):
     assert client.get("/BotDetails", query_string={"game": "roborumble", "name": B, "api": "1"}).json["versions"] == []
     html = client.get("/BotDetails", query_string={"game": "roborumble", "name": NEW}).get_data(as_text=True)
     assert "Other versions" in html and f">{OLD}</a>" in html
+
+
+def test_the_daily_snapshot_ranks_by_xonstat_elo_too(app, client, upload):
+    """Seed 002: ranks by the Elo values at the start of the day, per game type. The snapshot's
+    xonstat_rank is the order of the XonStat Elo the rankings table shows (ties by name), beside
+    the APS rank; the plot draws both. A beats B 60:40 and C beats D 55:45 (XonStat: A 1520, C 1510);
+    then E beats A 52:48 (A's APS falls to 54 below C's 55, its XonStat only to about 1510.5, still
+    above C's), so APS and XonStat Elo order A and C differently."""
+    now = now_ms()
+    for i, (first, second, s1, s2) in enumerate((("a.A 1", "a.B 1", 6000, 4000), ("a.C 1", "a.D 1", 5500, 4500),
+                                                  ("a.E 1", "a.A 1", 5200, 4800))):  # fmt: skip
+        assert upload(battle(first, second, scores=(s1, s2), time_ms=now - 1000 * i)).kind is Kind.ACCEPTED
+    ranking = client.get("/Rankings?game=roborumble&api=1").json
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    try:
+        assert take_daily_snapshot(db) == 5
+        rows = dict(db.execute("SELECT b.full_name, h.xonstat_rank FROM rank_history h JOIN bots b ON b.id = h.bot_id").fetchall())
+    finally:
+        db.close()
+    by_xonstat = sorted(ranking, key=lambda r: (-r["xonstat"], r["name"]))
+    assert rows == {r["name"]: k for k, r in enumerate(by_xonstat, start=1)}
+    assert [r["name"] for r in by_xonstat][:2] == ["a.A 1", "a.C 1"] and [r["name"] for r in ranking][:2] == ["a.C 1", "a.A 1"]
+    history = client.get("/api/v1/rumbles/roborumble/bots/a.A 1/history").json["items"]
+    assert [(h["rank"], h["xonstat_rank"]) for h in history] == [(2, 1)]
+    plot = client.get("/BotDetails/history.svg", query_string={"game": "roborumble", "name": "a.A 1"}).get_data(as_text=True)
+    assert "XonStat rank" in plot
