@@ -24,6 +24,7 @@ from rumble.store import melee as melee_store
 from rumble.store import removals
 from rumble.store.rumbles import rumble_id
 from rumble.web import get_db
+from rumble.web.body import MalformedBody
 from rumble.web.upload_stats import recorded
 
 bp = Blueprint("client", __name__)
@@ -38,6 +39,12 @@ def _settings() -> dict:
     return current_app.config["RUMBLE"]
 
 
+@bp.errorhandler(MalformedBody)
+def _unreadable(error: MalformedBody) -> Response:
+    """A body the server cannot read, on any client endpoint: the protocol's refusal, not a 400."""
+    return _text(replies.refused(error.description))
+
+
 @bp.route("/UploadedResults", methods=["POST"])
 @recorded  # outcome and server time for /RumbleStats
 def uploaded_results() -> Response:
@@ -46,7 +53,10 @@ def uploaded_results() -> Response:
     limit = settings["MAX_UPLOAD_BYTES"]
     if (request.content_length or 0) > limit:
         return _text(replies.refused(f"upload of {request.content_length} bytes is larger than {limit}"))
-    body = request.stream.read(limit + 1)
+    try:
+        body = request.stream.read(limit + 1)
+    except MalformedBody as error:  # a broken chunked body: refused in the protocol's form, counted as refused
+        return _text(replies.refused(error.description))
     if len(body) > limit:
         return _text(replies.refused(f"upload is larger than {limit} bytes"))
     if request.content_length is not None and len(body) < request.content_length:  # the sender stopped early
