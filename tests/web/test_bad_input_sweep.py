@@ -14,89 +14,23 @@ that the handlers' own parsing is swept too.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
-from urllib.parse import quote, quote_from_bytes
 
 import pytest
 from flask import Flask, request
 from werkzeug.datastructures import ImmutableMultiDict
 
-from rumble.protocol.upload import FIELDS, format_upload
+from bad_input import HOSTILE, KNOWN, PARAMS, VALID, encode, path_for, protocol_problem
 from conftest import battle, maintainer_token
+from rumble.protocol.upload import FIELDS, format_upload
 
-# Each hostile value as the bytes that go on the wire (percent-encoded in a URL or form).
-HOSTILE: dict[str, bytes] = {
-    "superscript two": "²".encode(),
-    "minus one": b"-1",
-    "1e999": b"1e999",
-    "10**32 in digits": str(10**32).encode(),
-    "empty": b"",
-    "10 KB of letters": b"x" * 10240,
-    "10 KB of digits": b"9" * 10240,
-    "NUL": b"1\x00",
-    "invalid UTF-8": b"\xff\xfe",
-    "Arabic-Indic three": "٣".encode(),
-    "plus one": b"+1",
-    "far-future time with a zone": b"9999-12-31T23:59:59-12:00",
-}
 # JSON bodies to the admin POSTs can carry what a form cannot: other types and lone surrogates.
 # (Each is checked with scrypt under a token, so only those a form cannot send, on the routes that take JSON.)
 HOSTILE_JSON = {"number 1e999": 1e999, "object": {"a": 1}, "list": [1, "x"], "null": None, "lone surrogate": "\ud800"}
 NO_JSON = ("admin.login", "admin.logout")  # browser forms only
 
-A, B = "sample.Corners 1.0", "sample.RamFire 1.0"
-VALID = {"game": "roborumble", "name": A, "bot": A, "vs": B, "bota": A, "botb": B}
-PATH_VALID = {"game": "roborumble", "name": A, "table": "rankings", "fmt": "csv", "filename": "favicon.svg"}
 NOTHING = "999999999"  # a battle id that selects nothing, so the admin actions change no battle
 
-# What each endpoint reads from its query string (GET) or form (POST), besides its path variables.
-PARAMS: dict[str, tuple[str, ...]] = {
-    "static": (),
-    "client.uploaded_results": (),  # its fields are the raw body's (FIELDS), swept on their own
-    "client.ratings_file": ("version", "game"),
-    "client.remove_old_participant": ("version", "game", "name", "dummy"),
-    "pages.bot_details": ("game", "name", "order", "api"),
-    "pages.pairing": ("game", "bot", "vs", "api"),
-    "pages.bot_compare": ("game", "bota", "botb", "order", "api"),
-    "pages.scores_plot": ("game", "name", "api"),  # api: the errors' form (JSON or text), as on the bot pages
-    "pages.history_plot": ("game", "name", "api"),
-    "pages.uploads_plot": ("game", "api"),
-    "pages.home": ("api",),
-    "pages.rankings": ("game", "order", "limit", "page", "api"),
-    "pages.alternative_rankings": ("game", "api"),
-    "pages.rumble_stats": ("game", "api"),
-    "pages.favicon": (),
-    "pages.score_explanation": (),
-    "api.reference": (),
-    "api.rumbles": (),
-    "api.rankings": ("order", "limit", "page"),
-    "api.alternative_rankings": (),
-    "api.bot": ("order", "limit", "page"),
-    "api.bot_history": (),
-    "api.pairing": ("bot", "vs", "limit", "page"),
-    "api.compare": ("bota", "botb", "order", "limit", "page"),
-    "api.all_stats": (),
-    "api.rumble_stats": (),
-    "api.export_table": (),
-    "api.export_sqlite": (),
-    "admin.login": ("next", "token", "csrf_token"),
-    "admin.logout": ("csrf_token",),
-    "admin.audit_page": ("api",),
-    "admin.removals_page": (),
-    "admin.flagged_page": (),
-    # Every admin POST reads csrf_token in a browser session.
-    "admin.retire": ("game", "name", "csrf_token"),
-    "admin.restore": ("game", "name", "csrf_token"),
-    "admin.flag": ("game", "uploader", "remote_addr", "client", "since", "until", "ids", "dry_run", "csrf_token"),
-    "admin.unflag": ("game", "uploader", "remote_addr", "client", "since", "until", "ids", "dry_run", "csrf_token"),
-    "admin.rollback": ("game", "uploader", "remote_addr", "client", "since", "until", "ids", "dry_run", "csrf_token"),
-    "admin.rebuild": ("game", "csrf_token"),
-    "admin.batch": ("game", "csrf_token"),
-    "admin.clients": ("clients", "reset", "csrf_token"),
-    "admin.rumble_settings": ("game", "key", "value", "reset", "csrf_token"),
-}
-KNOWN = sorted({name for names in PARAMS.values() for name in names} | set(VALID))
 # The valid values a hostile one is set among, per endpoint (several: each is swept), so that the
 # hostile value reaches the handler's own parsing instead of an early "no such rumble".
 BASES: dict[str, list[dict[str, str]]] = {
@@ -112,8 +46,6 @@ BASES: dict[str, list[dict[str, str]]] = {
 # What a refused request must leave as it was (the audit log and the RemoveOldParticipant log record refusals).
 STATE_TABLES = ("battles", "bots", "participants", "participant_events", "pairings", "bot_summaries", "ratings",
                 "priority_battles", "battle_flags", "admin_settings", "maintainers", "rumbles")  # fmt: skip
-PROTOCOL_LINE = re.compile(r"^(\[[^\[\]<>\n]+,[^\[\]<>\n]+\]|<\d+ \d+>)$")
-RATINGS_LINE = re.compile(r"^[^=\n]+=-?[0-9.e+-]+,\d+,\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
 
 
 class RecordingArgs(ImmutableMultiDict):
@@ -138,11 +70,6 @@ class RecordingArgs(ImmutableMultiDict):
         return super().getlist(key, type)
 
 
-def encode(params: dict[str, bytes | str]) -> str:
-    """A query string or form body with every value percent-encoded from its bytes."""
-    return "&".join(f"{quote(k)}={quote_from_bytes(v if isinstance(v, bytes) else v.encode(), safe='')}" for k, v in params.items())
-
-
 @pytest.fixture
 def swept_app(app, demo_db):
     class Recording(Flask.request_class):
@@ -151,21 +78,6 @@ def swept_app(app, demo_db):
     app.request_class = Recording
     RecordingArgs.seen = set()
     return app
-
-
-def protocol_problem(endpoint: str, response) -> str | None:
-    """Why a client endpoint's answer is not in the protocol's form, or None."""
-    if response.status_code != 200 or response.mimetype != "text/plain":
-        return f"{response.status_code} {response.mimetype}"
-    lines = response.get_data(as_text=True).splitlines()
-    if endpoint == "client.ratings_file":
-        bad = [line for line in lines if not RATINGS_LINE.match(line)]
-        return f"not a ratings line: {bad[0][:80]!r}" if bad else None
-    if not lines or not lines[-1].startswith("OK. ") or any(not PROTOCOL_LINE.match(line) for line in lines[:-1]):
-        return f"not a protocol answer: {lines[:3]!r}"
-    if "ERROR" in lines[-1] and len(lines) != 1:
-        return "a refusal of more than one line"
-    return None
 
 
 def page_problem(endpoint: str, response, authenticated: bool) -> str | None:
@@ -193,11 +105,7 @@ def page_problem(endpoint: str, response, authenticated: bool) -> str | None:
 
 def send(client, rule, method: str, params: dict, path_values: dict, headers: dict, as_json: bool = False):
     """One request: ``params`` in the query (GET) or the body (POST), ``path_values`` in the path."""
-    path = rule.rule
-    for name in rule.arguments:
-        value = path_values.get(name, PATH_VALID.get(name, "x"))
-        raw = value if isinstance(value, bytes) else value.encode()
-        path = re.sub(r"<(?:[^<>]*:)?" + name + ">", quote_from_bytes(raw, safe=""), path)
+    path = path_for(rule, path_values)
     if method == "GET":
         return client.get(path, query_string=encode(params), headers=headers)
     if as_json:
@@ -250,7 +158,7 @@ class Sweep:
         """Note what is wrong with the answer, and with the database after a refusal."""
         self.sent += 1
         if endpoint.startswith("client."):
-            problem = protocol_problem(endpoint, response)
+            problem = protocol_problem(endpoint, response.status_code, response.mimetype, response.get_data(as_text=True))
         else:
             problem = page_problem(endpoint, response, self.authenticated)
         if problem:
