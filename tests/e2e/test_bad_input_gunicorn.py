@@ -96,8 +96,9 @@ def test_a_malformed_chunked_body_gets_the_protocols_refusal_on_the_client_endpo
             wrong.append((rule.rule, found))
         if rule.endpoint.startswith("admin.") and rule.endpoint not in ("admin.login", "admin.logout"):
             status, mimetype, body = exchange(server.url, request("POST", target, MALFORMED_CHUNKS, headers=token, chunked=True))
-            if (status, mimetype, json.loads(body)) != (400, "application/json", {"error": UNREADABLE}):
-                wrong.append((rule.rule + " as a maintainer", (status, body[:200])))
+            found = (status, mimetype, json.loads(body) if mimetype == "application/json" else body[:100])
+            if found != (400, "application/json", {"error": UNREADABLE}):
+                wrong.append((rule.rule + " as a maintainer", found))
     assert wrong == []
     assert server.battle_count() == 2
 
