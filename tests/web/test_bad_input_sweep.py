@@ -238,3 +238,17 @@ def test_every_admin_route_parses_hostile_values_without_a_500_for_a_maintainer(
 def test_the_declared_parameters_name_only_registered_endpoints(swept_app):
     """A renamed endpoint would leave its PARAMS entry sweeping nothing (the new name would get KNOWN)."""
     assert set(PARAMS) <= {rule.endpoint for rule in swept_app.url_map.iter_rules()}
+
+
+def test_a_new_route_is_swept_without_being_declared(swept_app):
+    """A route the sweep was never told about gets every known parameter: one that int()s ``limit``
+    is caught; one that reads a name nobody swept is named."""
+
+    def careless():
+        return str(int(request.args.get("limit", "1")) + len(request.args.get("fresh", "")))
+
+    swept_app.add_url_rule("/Careless", view_func=careless)
+    sweep = Sweep(swept_app)
+    sweep.route(next(rule for rule in swept_app.url_map.iter_rules() if rule.endpoint == "careless"))
+    assert "GET /Careless limit=superscript two: status 500" in sweep.problems
+    assert unswept_reads() == ["careless reads 'fresh'"]
