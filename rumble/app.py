@@ -27,8 +27,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["rumble.rumbles"] = rumbles
     prepare_database(values, rumbles)
 
-    from rumble.web import admin, api, client, pages
+    from rumble.web import admin, api, body, client, pages
 
+    app.wsgi_app = body.guard_input(app.wsgi_app)  # a body that cannot be read is a 400, never a 500
     app.register_blueprint(client.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)

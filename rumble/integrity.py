@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from rumble import rebuild
+from rumble.parameters import ParameterError, shown, whole_number
 from rumble.store import Store, format_time
 from rumble.store import integrity as states
 from rumble.store.integrity import BattleFilter
@@ -29,6 +30,10 @@ TRANSITIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "rollback": (("ok", "flagged"), "removed"),
     "unflag": (("flagged", "removed"), "ok"),
 }
+
+
+MAX_IDS = 10_000  # ids one request may list (SQLite binds each as a parameter)
+MAX_ID = 2**63 - 1  # SQLite's largest integer
 
 
 class FilterError(ValueError):
@@ -56,11 +61,11 @@ def parse_time(value: str | None, name: str) -> str | None:
         return None
     try:
         moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise FilterError(f"{name} must be a date or time like 2026-11-22 or 2026-11-22 16:05:00, not {value!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return format_time(moment)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        return format_time(moment)
+    except (ValueError, OverflowError):  # OverflowError: a time near year 1 or 9999 whose zone moves it past
+        raise FilterError(f"{name} must be a date or time like 2026-11-22 or 2026-11-22 16:05:00, not {shown(value)}") from None
 
 
 def make_filter(
@@ -76,10 +81,13 @@ def make_filter(
     if game is not None and known_games is not None and game not in known_games:
         raise FilterError(f"no rumble called {game!r}")
     if isinstance(ids, str):
+        parts = ids.replace(",", " ").split()
+        if len(parts) > MAX_IDS:
+            raise FilterError(f"at most {MAX_IDS} battle ids at once; choose more by time range, uploader or address")
         try:
-            ids = tuple(int(part) for part in ids.replace(",", " ").split())
-        except ValueError:
-            raise FilterError(f"battle ids must be whole numbers separated by commas or spaces, not {ids!r}") from None
+            ids = tuple(whole_number(part, "battle id", 1, MAX_ID) for part in parts)
+        except ParameterError as error:
+            raise FilterError(f"battle ids must be whole numbers separated by commas or spaces: {error}") from None
     f = BattleFilter(game, text(uploader), text(remote_addr), text(client), parse_time(since, "since"), parse_time(until, "until"),
                      tuple(ids or ()))  # fmt: skip
     if f.since is not None and f.until is not None and f.since >= f.until:

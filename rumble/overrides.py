@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rumble.protocol.games import ConfigError, RumbleSettings, check_field
+from rumble.parameters import ParameterError, whole_number
+from rumble.protocol.games import ConfigError, RumbleSettings, field_size
 from rumble.store import Store
 from rumble.store import overrides as rows
 
@@ -61,7 +62,7 @@ def parse_clients(text: str) -> tuple[str, ...]:
     if len(versions) > MAX_CLIENTS:
         raise SettingError(f"at most {MAX_CLIENTS} client versions")
     for version in versions:
-        if len(version) > 20 or not all(part.isdigit() for part in version.split(".")):
+        if len(version) > 20 or not all(part.isascii() and part.isdigit() for part in version.split(".")):
             raise SettingError(f"a client version is digits separated by dots, like 1.9.3.9, not {version!r}")
     return versions
 
@@ -70,12 +71,13 @@ def parse_rumble_value(key: str, text: str) -> Any:
     """A rumble setting typed by a maintainer, checked as the rumbles file would check it."""
     text = text.strip()
     if key == "rounds":
-        if not text.isdigit() or not 1 <= int(text) <= 10_000:
-            raise SettingError(f"rounds must be a whole number from 1 to 10000, not {text!r}")
-        return int(text)
+        try:
+            return whole_number(text, "rounds", 1, 10_000)
+        except ParameterError as error:
+            raise SettingError(str(error)) from None
     if key == "field":
         try:
-            return check_field(text, "field")
+            return field_size(text, "field")
         except ConfigError as error:
             raise SettingError(str(error)) from None
     if key in ("melee", "teams"):

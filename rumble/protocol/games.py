@@ -36,13 +36,13 @@ class ConfigError(ValueError):
     """The rumbles file is not usable; the message says which entry and why."""
 
 
-def check_field(value: object, where: str) -> str:
-    """``value`` if it is a battlefield size like "800x600"; ConfigError (naming ``where``) if not."""
+def field_size(value: object, where: str) -> str:
+    """A battlefield size 'WIDTHxHEIGHT' in pixels (ASCII digits, at most 5 each, neither 0), else ConfigError."""
     if not isinstance(value, str):
         raise ConfigError(f"{where}: field must be a string like '800x600'")
     width, sep, height = value.partition("x")
-    if not (sep and width.isdigit() and height.isdigit() and int(width) > 0 and int(height) > 0):
-        raise ConfigError(f"{where}: field must look like '800x600', not {value!r}")
+    if not (sep and all(side.isascii() and side.isdigit() and len(side) <= 5 and int(side) > 0 for side in (width, height))):
+        raise ConfigError(f"{where}: field must look like '800x600', not {value[:20]!r}")
     return value
 
 
@@ -75,7 +75,7 @@ def parse_rumbles(text: str, source: str = "rumbles file") -> dict[str, RumbleSe
         rumbles[name] = RumbleSettings(
             name=name,
             rounds=rounds,
-            field=check_field(entry.get("field"), where),
+            field=field_size(entry.get("field"), where),
             melee=melee,
             teams=teams,
             division=division,

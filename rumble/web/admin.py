@@ -21,6 +21,7 @@ from rumble.store import removals, stats
 from rumble.store.rumbles import rumble_id
 from rumble.web import admin_auth, get_db, now
 from rumble.web.admin_auth import admin_required, csrf_token
+from rumble.web.body import MalformedBody, form_or_json
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
@@ -128,9 +129,7 @@ def restore():
 
 def _participation(action: str, change):
     """Retire or restore ``name`` in ``game``, audited together in one transaction."""
-    values = request.get_json(silent=True) if request.is_json else request.form
-    if not hasattr(values, "get"):  # a JSON body that is not an object
-        values = {}
+    values = _values()
     game, name = str(values.get("game", "")), str(values.get("name", "")).strip()
     details = {"game": game, "bot": name, "via": g.admin_via, "remote_addr": request.remote_addr}
     status, battles = 200, 0
@@ -152,10 +151,17 @@ def _participation(action: str, change):
     return response
 
 
-def _values() -> dict:
-    """The request's fields: a form, or a JSON object (anything else counts as no fields)."""
-    values = request.get_json(silent=True) if request.is_json else request.form
-    return values if hasattr(values, "get") else {}
+def _values():
+    """The request's fields: a form, or a JSON object (any other JSON body is a 400, see ``_malformed``)."""
+    return form_or_json()
+
+
+@bp.errorhandler(MalformedBody)
+def _malformed(error: MalformedBody):
+    """A body that cannot be read or is not a JSON object of text: a 400 with the reason, nothing done."""
+    response = jsonify(error=error.description)
+    response.status_code = 400
+    return response
 
 
 @bp.post("/flag")

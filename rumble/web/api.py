@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 
 from flask import Blueprint, Response, current_app, jsonify, render_template, request, send_file, stream_with_context
 
+from rumble.parameters import MAX_PAGE, ParameterError, whole_number
 from rumble.store import batch as batch_store
 from rumble.store import details, export, history, read
 from rumble.store import rumbles as rumble_store
@@ -27,7 +28,7 @@ from rumble.web.bots import NotFound, _found, _rumble
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 DEFAULT_LIMIT, MAX_LIMIT = 100, 5000
-PAGINATION = {"limit": f"items per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})", "page": "the page, from 1 (default 1)"}
+PAGINATION = {"limit": f"items per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})", "page": f"the page, 1 to {MAX_PAGE:,} (default 1)"}
 PAGE_FIELDS = "total (items in all), page, limit, pages, items"
 
 # The reference page: every endpoint with its parameters and fields (tests/web/test_api.py checks
@@ -101,19 +102,20 @@ def _no_sniffing(response: Response) -> Response:
     return response
 
 
-def _positive(name: str, default: int, most: int | None = None) -> int:
+def _positive(name: str, default: int, most: int) -> int:
+    """A whole-number query parameter from 1 to ``most`` (rumble.parameters), or an ApiError."""
     raw = request.args.get(name)
     if raw is None:
         return default
-    if not raw.isdigit() or int(raw) < 1 or (most is not None and int(raw) > most):
-        bound = f" and at most {most}" if most else ""
-        raise ApiError(f"{name} must be a whole number of at least 1{bound}, not {raw[:20]!r}.")
-    return int(raw)
+    try:
+        return whole_number(raw, name, 1, most)
+    except ParameterError as error:
+        raise ApiError(f"{error}.") from None
 
 
 def _paginated(items: list) -> dict:
     """``limit`` and ``page`` from the query applied to ``items``: total, page, limit, pages, items."""
-    limit, page = _positive("limit", DEFAULT_LIMIT, MAX_LIMIT), _positive("page", 1)
+    limit, page = _positive("limit", DEFAULT_LIMIT, MAX_LIMIT), _positive("page", 1, MAX_PAGE)
     return {"total": len(items), "page": page, "limit": limit, "pages": max(1, -(-len(items) // limit)),
             "items": items[(page - 1) * limit : page * limit]}  # fmt: skip
 

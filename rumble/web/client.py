@@ -25,6 +25,7 @@ from rumble.store import melee as melee_store
 from rumble.store import removals
 from rumble.store.rumbles import rumble_id
 from rumble.web import get_db, now
+from rumble.web.body import MalformedBody
 from rumble.web.upload_stats import recorded
 
 bp = Blueprint("client", __name__)
@@ -37,6 +38,12 @@ def _text(body: str) -> Response:
 
 def _settings() -> dict:
     return current_app.config["RUMBLE"]
+
+
+@bp.errorhandler(MalformedBody)
+def _unreadable(error: MalformedBody) -> Response:
+    """A body the server cannot read, on any client endpoint: the protocol's refusal, not a 400."""
+    return _text(replies.refused(error.description))
 
 
 @bp.route("/UploadedResults", methods=["POST"])
@@ -57,7 +64,10 @@ def _receive(db, moment: datetime) -> UploadOutcome:
     limit = settings["MAX_UPLOAD_BYTES"]
     if (request.content_length or 0) > limit:
         return _refused(f"upload of {request.content_length} bytes is larger than {limit}")
-    body = request.stream.read(limit + 1)
+    try:
+        body = request.stream.read(limit + 1)
+    except MalformedBody as error:  # a broken chunked body: refused in the protocol's form, counted as refused
+        return _refused(error.description)
     if len(body) > limit:
         return _refused(f"upload is larger than {limit} bytes")
     if request.content_length is not None and len(body) < request.content_length:  # the sender stopped early

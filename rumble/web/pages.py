@@ -10,6 +10,7 @@ from urllib.parse import quote_plus
 from flask import Blueprint, abort, current_app, jsonify, render_template, request
 
 from rumble.rankings import details as figures
+from rumble.parameters import MAX_PAGE, ParameterError, whole_number
 from rumble.rankings import ties
 from rumble.ratings import weng_lin
 from rumble.ratings.online import PROVISIONAL_RD, provisional
@@ -21,6 +22,7 @@ from rumble.web import bots, cells, get_db, now, plots
 
 bp = Blueprint("pages", __name__)
 STATS_DAYS = 30  # the "recent" window of /RumbleStats (LiteRumble shows 31 days)
+MAX_LIMIT = 100_000  # rows a /Rankings page may ask for: every bot of any rumble (by default a page has them all)
 bots.register(bp)  # /BotDetails, /Pairing, /BotCompare
 plots.register(bp)  # the SVG plots those pages and /RumbleStats show
 
@@ -108,7 +110,7 @@ def rankings():
     except KeyError:
         keys = [*tables.RANKING_ORDER, *(MELEE_TITLES if melee else ())]
         abort(400, description=f"Cannot sort by {order!r}; use one of {', '.join(keys)} (with - for descending).")
-    limit, page = _positive("limit", len(rows) or 1), _positive("page", 1)
+    limit, page = _positive("limit", len(rows) or 1, MAX_LIMIT), _positive("page", 1, MAX_PAGE)
     total = len(rows)
     rows = rows[(page - 1) * limit : page * limit]
     if request.args.get("api") == "1":
@@ -158,14 +160,15 @@ def alternative_rankings():
     return render_template("alternative_rankings.html", game=game, titles={"aps": "APS", **BATCH_TITLES}, **page)
 
 
-def _positive(name: str, default: int) -> int:
-    """A positive whole-number query parameter, or a 400 that says what is wrong."""
+def _positive(name: str, default: int, most: int) -> int:
+    """A whole-number query parameter from 1 to ``most`` (rumble.parameters), or a 400 that says what is wrong."""
     raw = request.args.get(name)
     if raw is None:
         return default
-    if not raw.isdigit() or int(raw) < 1:
-        abort(400, description=f"{name} must be a whole number of at least 1, not {raw[:20]!r}.")
-    return int(raw)
+    try:
+        return whole_number(raw, name, 1, most)
+    except ParameterError as error:
+        abort(400, description=f"{error}.")
 
 
 def _with_provisional(row: dict) -> dict:
