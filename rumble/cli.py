@@ -19,6 +19,9 @@ from rumble.cli_admin import register as register_admin_commands
 from rumble.protocol.games import load_rumbles
 
 
+KEEPALIVE_SECONDS = 5  # a kept-alive connection waits this long for its next request, in the poller (no thread)
+
+
 def _settings(db: str | None) -> dict:
     return settings_module.load({"DB": db} if db else None)
 
@@ -71,14 +74,25 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     from rumble.ratings.all_pairings import warm_up
 
     warm_up()  # compiled (or read from numba's cache) once here, before the workers fork
-    click.echo(f"rumble: serving http://{host}:{port}/ with {workers} workers (Ctrl-C stops)")
+    threads = values["THREADS"]
+    if threads < 1:
+        raise click.ClickException(f"THREADS must be at least 1, not {threads}")
+    click.echo(f"rumble: serving http://{host}:{port}/ with {workers} workers of {threads} threads (Ctrl-C stops)")
 
     class Server(BaseApplication):
         def load_config(self) -> None:
             self.cfg.set("bind", f"{host}:{port}")
             self.cfg.set("workers", workers)
+            # Threads, read deadlines and a send timeout: rumble/serving.py says why.
+            self.cfg.set("worker_class", "rumble.serving.DeadlineThreadWorker")
+            self.cfg.set("threads", threads)
+            self.cfg.set("keepalive", KEEPALIVE_SECONDS)
+            self.cfg.set("sendfile", False)  # its wait for a blocked socket has no limit: SEND_TIMEOUT_SECONDS could not apply
+            # Only TRUSTED_PROXIES (werkzeug's ProxyFix in rumble.app) decides what forwarded headers mean.
+            self.cfg.set("secure_scheme_headers", {})
             self.cfg.set("accesslog", None)
-            self.cfg.set("timeout", 60)
+            self.cfg.set("timeout", 60)  # the worker's heartbeat (its main loop), not a limit on a request
+            self.cfg.set("graceful_timeout", 30)
             if "control_socket_disable" in self.cfg.settings:  # gunicorn 27+: one shared ~/.gunicorn socket otherwise
                 self.cfg.set("control_socket_disable", True)
 
