@@ -2,7 +2,8 @@
 # Installs everything the tests need, then runs them: `bash scripts/test.sh [pytest args]`.
 #
 # - Debian packages: robocode (the real RoboRumble client the end-to-end tests drive), chromium and
-#   chromium-driver (the browser tests drive Debian's Chromium through Selenium), when missing.
+#   chromium-driver (the browser tests drive Debian's Chromium through Selenium), nginx (the
+#   reverse-proxy tests run it as a plain process on a loopback port; its service is not used), when missing.
 #   Needs root (or sudo); without them those tests are skipped, except under CI where they must run.
 # - Python packages: rumble and its test extra, into ./.venv (created if missing).
 set -euo pipefail
@@ -12,6 +13,7 @@ apt_packages=()
 [ -e /usr/share/java/roborumble.jar ] || apt_packages+=(robocode)
 [ -x /usr/bin/chromium ] || apt_packages+=(chromium)  # the browser tests (tests/e2e/test_browser.py)
 [ -x /usr/bin/chromedriver ] || apt_packages+=(chromium-driver)
+[ -x /usr/sbin/nginx ] || apt_packages+=(nginx)  # tests/e2e/test_proxy.py, scripts/hostile_mix.py --proxy
 if [ ${#apt_packages[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then sudo_cmd=() ; elif command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo) ; else sudo_cmd=(none); fi
   if [ "${sudo_cmd[*]-}" = none ]; then
