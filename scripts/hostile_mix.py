@@ -11,7 +11,7 @@
      header byte every 2 s;
    - ``short-body``: a real upload announced with ``Content-Length: 4000``, then silence;
    - ``unread-export``: a 4 KB receive buffer, a multi-MB export requested (battles.csv, or
-     rumble.sqlite), never read; renewed every ``--renew`` seconds;
+     rumble.sqlite), never read (held to the end; ``--renew`` asks anew on a new connection);
    - ``idle``: connected, sends nothing.
    Optionally ``--readers`` clients that download exports in full, one after another (issue 11 1(d)).
 4. Meanwhile sends one real-format upload a second, each on a fresh connection with the real
@@ -56,6 +56,7 @@ sys.path.insert(0, str(REPO))
 from tests.e2e.nginx_support import running_nginx  # noqa: E402  (the same nginx set-up as the proxy tests)
 
 GAME = "roborumble"
+LADDER_VERSION = 1  # part of the cache key: raise it when synthetic_ladder or ladder_database changes
 KINDS = ("trickle", "short-body", "unread-export", "idle")
 GOAL_SECONDS, GOAL_SHARE = 2.0, 0.95
 CLIENT_TIMEOUT_S = 10.0  # the real client's
@@ -85,8 +86,8 @@ def synthetic_ladder(n: int) -> Ladder:
 
 def ladder_database(workdir: Path, n: int, seed: int) -> Path:
     """The cached database of an ``n``-bot ladder (built, and batch-ranked once, if missing)."""
-    digest = hashlib.sha256(json.dumps([n, seed]).encode())
-    for path in [Path(__file__), REPO / "scripts" / "bench_upload.py", *migration_files()]:
+    digest = hashlib.sha256(json.dumps([n, seed, LADDER_VERSION]).encode())
+    for path in [REPO / "scripts" / "bench_upload.py", *migration_files()]:
         digest.update(path.read_bytes())
     path = workdir / f"hostile-{n}bots-seed{seed}-{digest.hexdigest()[:12]}.db"
     if path.exists():
@@ -194,7 +195,7 @@ def hold(kind: str, index: int, address: tuple[str, int], upload: bytes, stop_at
                 if kind == "trickle" and index % 2 and time.monotonic() - last_byte >= 2.0:
                     sock.send(b"X")
                     last_byte = time.monotonic()
-                if kind == "unread-export" and time.monotonic() - opened >= renew:
+                if kind == "unread-export" and renew and time.monotonic() - opened >= renew:
                     break
         except OSError:
             stats.closed_by_server += 1
@@ -376,6 +377,7 @@ def report(result: dict, args: argparse.Namespace, battles: int, n: int, target:
     if result["readers"]:
         r = result["readers"]
         print(f"  readers        {r['complete']} complete exports ({r['bytes']:,} bytes, mean {r['mean_s']} s), {r['busy_503']} answered 503, {r['failed']} failed")
+    print(f"server        {result['send_timeouts']} answers cut off after SEND_TIMEOUT_SECONDS without progress (its log)")
     slowest = "-" if result["slowest_s"] is None else f"{result['slowest_s'] * 1000:.0f} ms"
     p50 = "-" if result["p50_s"] is None else f"{result['p50_s'] * 1000:.0f} ms"
     verdict = "met" if result["share"] >= GOAL_SHARE else "MISSED"
@@ -391,7 +393,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--per-kind", type=int, default=16, help="hostile connections of each of the four kinds")
     parser.add_argument("--seconds", type=float, default=40.0, help="how long the hostile connections are held (one upload a second meanwhile)")
     parser.add_argument("--ramp", type=float, default=2.0, help="seconds of hostile connections before the first upload")
-    parser.add_argument("--renew", type=float, default=10.0, help="seconds after which an unread export is requested anew")
+    parser.add_argument("--renew", type=float, default=0.0,
+                        help="seconds after which an unread export is requested anew on a new connection (0: held until the run ends)")
     parser.add_argument("--readers", type=int, default=0, help="clients downloading exports in full meanwhile (issue 11, 1(d))")
     parser.add_argument("--proxy", action="store_true", help="run nginx in front of the server (TRUSTED_PROXIES=1)")
     parser.add_argument("--python", default=sys.executable, help="the interpreter that runs `-m rumble serve` (another checkout's venv to compare)")
@@ -426,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop_server(server)
         remove_database(run_db)  # the logs stay
+    result["send_timeouts"] = (run_dir / "server.log").read_text(errors="replace").count("took none of its answer")
     report(result, args, n * (n - 1) // 2, n, target)
     print(f"logs          {run_dir}")
     if args.json:

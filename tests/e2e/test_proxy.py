@@ -8,7 +8,10 @@ The client connects from 127.0.0.7, nginx from 127.0.0.1 (both loopback), so the
 from __future__ import annotations
 
 import http.client
+import shutil
+import subprocess
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -17,7 +20,7 @@ from rumble.battle import Battle, Side
 from rumble.protocol.upload import format_upload
 
 from .e2e_support import JAVA_POST_HEADERS, live_server, read_only, skip_unless_ci
-from .nginx_support import available, running_nginx
+from .nginx_support import NGINX, PROXY_LOCATION, available, running_nginx
 
 pytestmark = pytest.mark.e2e
 CLIENT_ADDR = "127.0.0.7"
@@ -78,3 +81,27 @@ def test_nginx_in_front_without_trusted_proxies_records_the_proxy(tmp_path):
         with running_nginx(tmp_path / "nginx", int(urlsplit(server.url).port)) as proxy:
             assert _upload(proxy, "a.Plain 1.0", FORGED) == "OK. a.Plain 1.0 vs b.B 1.0 received for roborumble"
         assert _recorded(server) == {"a.Plain 1.0": "127.0.0.1"}
+
+
+def _readme_nginx_site() -> str:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    return readme.split("```nginx\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readmes_nginx_site_is_the_tested_one_and_nginx_accepts_it(tmp_path):
+    """The README's production site has the tested ``location /`` block, and ``nginx -t`` accepts it (TLS included)."""
+    site = _readme_nginx_site()
+    assert PROXY_LOCATION.replace("        ", "    ", 1).replace("\n        ", "\n    ") in site
+    if not available() or shutil.which("openssl") is None:
+        skip_unless_ci("nginx or openssl is not installed")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=rumble.example.org",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)  # fmt: skip
+    site = site.replace("/etc/letsencrypt/live/rumble.example.org/fullchain.pem", str(cert))
+    site = site.replace("/etc/letsencrypt/live/rumble.example.org/privkey.pem", str(key))
+    config = tmp_path / "nginx.conf"
+    config.write_text(f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}\nhttp {{\n{site}}}\n")
+    check = subprocess.run([NGINX, "-t", "-c", str(config), "-p", str(tmp_path), "-e", str(tmp_path / "error.log")],
+                           capture_output=True, text=True)  # fmt: skip
+    assert check.returncode == 0, check.stderr
+    assert "test is successful" in check.stderr
