@@ -7,6 +7,7 @@ import csv
 import json
 import logging
 import os
+import resource
 import sys
 from pathlib import Path
 
@@ -77,6 +78,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     threads = values["THREADS"]
     if threads < 1:
         raise click.ClickException(f"THREADS must be at least 1, not {threads}")
+    connections = _connection_limit(threads)
     click.echo(f"rumble: serving http://{host}:{port}/ with {workers} workers of {threads} threads (Ctrl-C stops)")
 
     class Server(BaseApplication):
@@ -86,6 +88,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             # Threads, read deadlines and a send timeout: rumble/serving.py says why.
             self.cfg.set("worker_class", "rumble.serving.DeadlineThreadWorker")
             self.cfg.set("threads", threads)
+            self.cfg.set("worker_connections", connections)
             self.cfg.set("keepalive", KEEPALIVE_SECONDS)
             self.cfg.set("sendfile", False)  # its wait for a blocked socket has no limit: SEND_TIMEOUT_SECONDS could not apply
             # Only TRUSTED_PROXIES (werkzeug's ProxyFix in rumble.app) decides what forwarded headers mean.
@@ -106,6 +109,20 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             return app
 
     Server().run()
+
+
+def _connection_limit(threads: int, wanted: int = 1000) -> int:
+    """Connections one worker holds at most (gunicorn's worker_connections, 1000 by default), within
+    the open-files limit, which is first raised to its hard limit: an ``accept`` past that limit
+    would fail and end the worker. Each thread's SQLite connection takes about 4 files."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted + 4 * threads + 100
+    if soft != resource.RLIM_INFINITY and soft < target:
+        soft = target if hard == resource.RLIM_INFINITY else min(target, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    return max(threads + 16, min(wanted, soft - 4 * threads - 100))
 
 
 def _log_to_stderr(level: int) -> None:

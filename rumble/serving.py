@@ -46,7 +46,6 @@ class Deadlines:
         self._lock = threading.Lock()
         self._due: dict[int, tuple[float, socket.socket]] = {}
         self._next = 0
-        self.expired = 0
 
     def arm(self, sock: socket.socket, deadline: float) -> int:
         """Watch ``sock`` until ``disarm``; return the key to disarm it with."""
@@ -70,7 +69,6 @@ class Deadlines:
                     sock.shutdown(socket.SHUT_RD)  # ends the read; an answer can still go out (SEND_TIMEOUT_SECONDS bounds it)
                 except OSError:
                     pass  # already closed by the client
-        self.expired += len(overdue)
         return len(overdue)
 
     def run_forever(self, tick: float = TICK_SECONDS) -> None:
