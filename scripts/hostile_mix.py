@@ -357,6 +357,8 @@ def summarise(uploads: list[Upload], kinds: dict[str, KindStats], readers: Reade
         "p50_s": float(np.percentile(answered, 50)) if answered else None,
         "unanswered": sum(1 for u in uploads if u.seconds is None),
         "errors": [u.error for u in uploads if u.error][:10],
+        "late": [[round(u.started, 1), None if u.seconds is None else round(u.seconds, 2)]
+                 for u in uploads if u.seconds is None or u.seconds > GOAL_SECONDS],  # [sent at (s into the run), took]
         "hostile": {kind: {"opens": s.opens, "closed_by_server": s.closed_by_server, "connect_failed": s.refused,
                            "longest_held_s": round(max(s.lifetimes), 1) if s.lifetimes else None}
                     for kind, s in kinds.items()},  # fmt: skip
@@ -367,7 +369,7 @@ def summarise(uploads: list[Upload], kinds: dict[str, KindStats], readers: Reade
 
 
 def report(result: dict, args: argparse.Namespace, battles: int, n: int, target: str) -> None:
-    print(f"database      {battles:,} battles of {n} bots (every pairing once)")
+    print(f"database      {battles:,} battles, {n} bots in {GAME}" + (f" ({args.db})" if args.db else " (every pairing once)"))
     print(f"target        {target}{' (nginx in front, TRUSTED_PROXIES=1)' if args.proxy else ''}")
     print(f"hostile       {args.per_kind * len(KINDS)} connections ({args.per_kind} each: {', '.join(KINDS)}) held {args.seconds:g} s"
           + (f"; {args.readers} export readers" if args.readers else ""))  # fmt: skip
@@ -383,6 +385,8 @@ def report(result: dict, args: argparse.Namespace, battles: int, n: int, target:
     verdict = "met" if result["share"] >= GOAL_SHARE else "MISSED"
     print(f"uploads       {result['ok_within_2s']}/{result['uploads']} answered OK within 2 s: {result['share'] * 100:.1f} % "
           f"(goal >= {GOAL_SHARE * 100:.0f} %: {verdict}); p50 {p50}, slowest {slowest}, unanswered in 10 s {result['unanswered']}")  # fmt: skip
+    if result["late"]:
+        print("  late: " + ", ".join(f"sent at {at} s took {'-' if took is None else f'{took} s'}" for at, took in result["late"]))
     for error in result["errors"]:
         print(f"  error: {error}")
 
@@ -390,6 +394,8 @@ def report(result: dict, args: argparse.Namespace, battles: int, n: int, target:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--battles", type=int, default=40_000, help="at least this many battles in the database")
+    parser.add_argument("--db", type=Path, default=None,
+                        help="run on a copy of this database instead (e.g. bench_upload.py's 1,200-bot ladder); uploads pair its roborumble bots")
     parser.add_argument("--per-kind", type=int, default=16, help="hostile connections of each of the four kinds")
     parser.add_argument("--seconds", type=float, default=40.0, help="how long the hostile connections are held (one upload a second meanwhile)")
     parser.add_argument("--ramp", type=float, default=2.0, help="seconds of hostile connections before the first upload")
@@ -407,10 +413,34 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def database_ladder(path: Path) -> tuple[Ladder, int]:
+    """The roborumble bots of an existing database as a ladder of equal strengths, and its battles."""
+    from rumble import store
+    from rumble.store import bots
+    from rumble.store.battles import count_battles
+    from rumble.store.rumbles import rumble_id
+
+    db = store.connect(path, migrate=False)
+    try:
+        names = sorted(bots.participant_names(db, rumble_id(db, GAME)))
+        battles = count_battles(db)
+    finally:
+        db.close()
+    if len(names) < 2:
+        raise SystemExit(f"{path} has fewer than 2 active bots in {GAME}")
+    n = len(names)
+    return Ladder(names, np.full(n, 50.0), np.zeros(n, dtype=bool), np.zeros(n)), battles
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    n = bots_for(args.battles)
-    cached = ladder_database(args.workdir, n, args.seed)
+    if args.db is not None:
+        cached = args.db
+        ladder, battles = database_ladder(args.db)
+    else:
+        n = bots_for(args.battles)
+        cached = ladder_database(args.workdir, n, args.seed)
+        ladder, battles = synthetic_ladder(n), n * (n - 1) // 2
     run_dir = args.workdir / f"run-{os.getpid()}"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
@@ -425,12 +455,12 @@ def main(argv: list[str] | None = None) -> int:
             if args.proxy:
                 target = stack.enter_context(running_nginx(run_dir / "nginx", port))
             host, _, target_port = target.removeprefix("http://").partition(":")
-            result = run_mix((host, int(target_port)), synthetic_ladder(n), args)
+            result = run_mix((host, int(target_port)), ladder, args)
     finally:
         stop_server(server)
         remove_database(run_db)  # the logs stay
     result["send_timeouts"] = (run_dir / "server.log").read_text(errors="replace").count("took none of its answer")
-    report(result, args, n * (n - 1) // 2, n, target)
+    report(result, args, battles, len(ladder.names), target)
     print(f"logs          {run_dir}")
     if args.json:
         print(json.dumps(result))
