@@ -6,7 +6,9 @@ import socket
 import threading
 import time
 
-from rumble.serving import Deadlines
+import pytest
+
+from rumble.serving import Deadlines, request_complete
 
 
 def test_an_overdue_read_ends_with_end_of_file():
@@ -45,3 +47,19 @@ def test_a_socket_shut_for_reading_can_still_answer():
         assert server.recv(100) == b""
         server.sendall(b"OK. ERROR: upload body ends after 3 of its 4000 bytes\n")
         assert client.recv(100) == b"OK. ERROR: upload body ends after 3 of its 4000 bytes\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "complete"),
+    [
+        (b"POST /UploadedResults HTTP/1.1\r\nHost: x\r\n", False),  # headers not finished
+        (b"GET /export HTTP/1.1\r\nHost: x\r\n\r\n", True),
+        (b"POST /UploadedResults HTTP/1.1\r\nContent-Length: 5\r\n\r\nab", False),  # body short of its length
+        (b"POST /UploadedResults HTTP/1.1\r\nHost: x\r\ncontent-length: 5\r\n\r\nabcde", True),
+        (b"POST /UploadedResults HTTP/1.1\r\nContent-Length: 999999\r\n\r\nab", True),  # too long to wait for: the thread reads it
+        (b"POST /UploadedResults HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", True),
+        (b"GET /" + b"a" * 70000, True),  # more than READ_AHEAD_BYTES without an end: the parser refuses it
+    ],
+)
+def test_a_request_is_handed_to_a_thread_once_complete(data, complete):
+    assert request_complete(data) is complete
