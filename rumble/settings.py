@@ -47,7 +47,7 @@ SETTINGS = (
     Setting("ADMIN_SESSION_MINUTES", 60.0, "A maintainer's browser login lasts this long, then the login page asks for the token again.", float),
     Setting("SYNCHRONOUS", "NORMAL", "SQLite synchronous pragma: NORMAL survives a crash of the server (WAL); FULL also a power loss.", str),
     Setting("THREADS", 32, "Threads per `rumble serve` worker: requests served at once by one worker (gunicorn's gthread worker).", int),
-    Setting("READ_TIMEOUT_SECONDS", 10.0, "A request (headers and body) must arrive within this many seconds of its first byte, and a new connection must send that byte within it too; else the connection is closed.", float),
+    Setting("READ_TIMEOUT_SECONDS", 10.0, "A request (headers and body) must arrive within this many seconds of the connection's opening (or of its first byte, on a kept-alive connection); else the connection is closed.", float),
     Setting("SEND_TIMEOUT_SECONDS", 30.0, "A client that takes none of its answer for this many seconds is disconnected.", float),
     Setting("PAGE_REQUESTS", 8, "Requests other than the client's (pages, JSON API, plots, exports, /admin) served at once per worker; more are answered 503 with Retry-After. Uploads never wait for them.", int),
     Setting("EXPORT_REQUESTS", 2, "Of the PAGE_REQUESTS, how many may be exports or plots at once per worker.", int),
