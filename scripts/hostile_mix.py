@@ -287,7 +287,8 @@ class ReaderStats:
     bytes: int = 0
 
 
-def read_exports(index: int, address: tuple[str, int], stop_at: float, stats: ReaderStats) -> None:
+def read_exports(index: int, address: tuple[str, int], stop_at: float, rate_kb: float, stats: ReaderStats) -> None:
+    """Download exports one after another until ``stop_at``; at most ``rate_kb`` KB/s if given (a slow link)."""
     for _ in range(MAX_OPENS):
         if time.monotonic() >= stop_at:
             return
@@ -296,7 +297,9 @@ def read_exports(index: int, address: tuple[str, int], stop_at: float, stats: Re
         try:
             connection.request("GET", EXPORTS[index % 2])
             response = connection.getresponse()
-            size = len(response.read())
+            size = read_body(response, began, stop_at, rate_kb)
+            if size is None:  # the run ended first
+                return
             if response.status == 200:
                 stats.complete += 1
                 stats.bytes += size
@@ -310,6 +313,19 @@ def read_exports(index: int, address: tuple[str, int], stop_at: float, stats: Re
             stats.failed += 1
         finally:
             connection.close()
+
+
+def read_body(response, began: float, stop_at: float, rate_kb: float) -> int | None:
+    """Read an answer's body whole (at ``rate_kb`` KB/s if given); its size, or None if the run ended first."""
+    if not rate_kb:
+        return len(response.read())
+    size = 0
+    while chunk := response.read(4096):
+        size += len(chunk)
+        time.sleep(max(0.0, began + size / (rate_kb * 1024) - time.monotonic()))
+        if time.monotonic() >= stop_at:
+            return None
+    return size
 
 
 # --- the run ---------------------------------------------------------------------------------
@@ -328,7 +344,7 @@ def run_mix(address: tuple[str, int], ladder: Ladder, args: argparse.Namespace) 
         for index in range(args.per_kind):
             threads.append(threading.Thread(target=hold, args=(kind, index, address, sample, stop_at, args.renew, kinds[kind]), daemon=True))
     for index in range(args.readers):
-        threads.append(threading.Thread(target=read_exports, args=(index, address, stop_at, readers), daemon=True))
+        threads.append(threading.Thread(target=read_exports, args=(index, address, stop_at, args.reader_kb, readers), daemon=True))
     for thread in threads:
         thread.start()
     uploads: list[Upload] = []
@@ -402,6 +418,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--renew", type=float, default=0.0,
                         help="seconds after which an unread export is requested anew on a new connection (0: held until the run ends)")
     parser.add_argument("--readers", type=int, default=0, help="clients downloading exports in full meanwhile (issue 11, 1(d))")
+    parser.add_argument("--reader-kb", type=float, default=0.0, help="the readers' speed in KB/s (0: as fast as they can)")
     parser.add_argument("--proxy", action="store_true", help="run nginx in front of the server (TRUSTED_PROXIES=1)")
     parser.add_argument("--python", default=sys.executable, help="the interpreter that runs `-m rumble serve` (another checkout's venv to compare)")
     parser.add_argument("--seed", type=int, default=11)
