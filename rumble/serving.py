@@ -180,13 +180,15 @@ class DeadlineThreadWorker(ThreadWorker):
         except OSError:
             data = b""
         waiting = self.keepalived_conns if kept_alive else self.pending_conns
-        if not data:  # the client went away
+        ahead = getattr(conn, "ahead", b"")
+        if not data and not ahead:  # the client went away
             self._forget(conn, waiting)
             self.nr_conns -= 1
             conn.close()
             return
-        conn.ahead = getattr(conn, "ahead", b"") + data
-        if request_complete(conn.ahead):
+        conn.ahead = ahead + data
+        # At the end of what the client sends (it may still read), the parser and the app answer what came.
+        if not data or request_complete(conn.ahead):
             self._forget(conn, waiting)
             conn.data_ready = True
             self.enqueue_req(conn)
