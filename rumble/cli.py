@@ -14,30 +14,12 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from rumble import settings as settings_module
 from rumble import store
 from rumble.cli_admin import register as register_admin_commands
+from rumble.cli_support import db_option, open_database, settings_for
 from rumble.protocol.games import load_rumbles
 
-
 KEEPALIVE_SECONDS = 5  # a kept-alive connection waits this long for its next request, in the poller (no thread)
-
-
-def _settings(db: str | None) -> dict:
-    return settings_module.load({"DB": db} if db else None)
-
-
-def _open(values: dict) -> store.Store:
-    from rumble.app import prepare_database
-    from rumble.protocol.games import load_rumbles
-
-    prepare_database(values, load_rumbles(values["RUMBLES_FILE"]))
-    return store.connect(values["DB"], values["SYNCHRONOUS"])
-
-
-db_option = click.option(
-    "--db", type=click.Path(dir_okay=False), default=None, help="SQLite database file (default: $RUMBLE_DB or ~/.local/share/rumble/rumble.db)."
-)
 
 
 @click.group()
@@ -59,10 +41,10 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
 
     from rumble.app import create_app
 
-    values = _settings(db)
+    values = settings_for(db)
     os.environ["RUMBLE_DB"] = values["DB"]  # the workers build their app from the same settings
     _log_to_stderr(logging.INFO)  # the batch schedule's runs; the workers inherit it
-    conn = _open(values)
+    conn = open_database(values)
     from rumble.store.battles import count_battles
 
     empty = count_battles(conn) == 0
@@ -72,7 +54,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
         _load_demo(values)
     elif empty:
         click.echo("rumble: the database has no battles yet; `rumble serve --demo` (or `rumble demo`) loads demo data.")
-    from rumble.ratings.all_pairings import warm_up
+    from rumble.ratings.online import warm_up
 
     warm_up()  # compiled (or read from numba's cache) once here, before the workers fork
     threads = values["THREADS"]
@@ -142,7 +124,7 @@ def _load_demo(values: dict, count: int = 600) -> None:
     rumble = load_rumbles(values["RUMBLES_FILE"]).get("roborumble")
     if rumble is None:
         raise click.ClickException("the demo needs a rumble called roborumble in the rumbles file")
-    conn = _open(values)
+    conn = open_database(values)
     try:
         with tqdm(total=count, desc="demo battles", unit="battle", disable=None) as bar:
             stored = load_demo(conn, rumble.name, rumble.rounds, rumble.field, count, bar.update)
@@ -156,7 +138,7 @@ def _load_demo(values: dict, count: int = 600) -> None:
 @click.option("--battles", default=600, show_default=True, type=click.IntRange(1, 100_000), help="How many demo battles.")
 def demo(db: str | None, battles: int) -> None:
     """Load demo data: a roborumble of 20 invented robots."""
-    _load_demo(_settings(db), battles)
+    _load_demo(settings_for(db), battles)
 
 
 @cli.command()
@@ -165,7 +147,7 @@ def migrate(db: str | None) -> None:
     """Create the database or apply pending migrations, and list them."""
     from rumble.store.migrations import applied
 
-    conn = _open(_settings(db))
+    conn = open_database(settings_for(db))
     for name in applied(conn):
         click.echo(name)
     conn.close()
@@ -182,11 +164,11 @@ def rebuild(db: str | None, game: str | None) -> None:
     from rumble.store.battles import count_battles
     from rumble.store.rumbles import rumble_id
 
-    values = _settings(db)
+    values = settings_for(db)
     rumbles = load_rumbles(values["RUMBLES_FILE"])
     if game is not None and game not in rumbles:
         raise click.BadParameter(f"no rumble called {game!r}; known: {', '.join(rumbles)}", param_hint="--game")
-    conn = _open(values)
+    conn = open_database(values)
     try:
         for name in [game] if game else list(rumbles):
             total = count_battles(conn, rumble_id(conn, name))
@@ -213,13 +195,13 @@ def import_(db: str | None, file: Path) -> None:
     from rumble.importer import ImportError_, read_battles, store_battles
     from rumble.protocol.games import load_rumbles
 
-    values = _settings(db)
+    values = settings_for(db)
     rumbles = load_rumbles(values["RUMBLES_FILE"])
     try:
         battles = read_battles(file, rumbles)
     except ImportError_ as error:
         raise click.ClickException(str(error)) from None
-    conn = _open(values)
+    conn = open_database(values)
     try:
         with tqdm(total=len(battles), desc="import", unit="battle", disable=None) as bar:
             stored = store_battles(conn, battles, rumbles, values["PRIORITY_MIN_BATTLES"], bar.update)
@@ -238,7 +220,7 @@ def export(db: str | None, game: str | None, fmt: str, file) -> None:
     from rumble.store.battles import LOG_COLUMNS, log_rows
     from rumble.store.rumbles import rumble_id
 
-    conn = _open(_settings(db))
+    conn = open_database(settings_for(db))
     try:
         rid = None
         if game is not None:
@@ -300,10 +282,10 @@ def rank(db: str | None, game: str | None, matrix_file: Path | None, method: str
 def _rank_game(db: str | None, game: str, method: str, progress):
     from rumble.jobs import run_rumble
 
-    values = _settings(db)
+    values = settings_for(db)
     if game not in load_rumbles(values["RUMBLES_FILE"]):
         raise click.BadParameter(f"no rumble called {game!r}", param_hint="--game")
-    conn = _open(values)
+    conn = open_database(values)
     try:
         report = run_rumble(conn, game, None if method == "all" else (method,), progress=progress)
     finally:
@@ -334,7 +316,7 @@ def batch(db: str | None) -> None:
     from rumble.jobs import COMMAND_LINE, run_stale, take_daily_snapshot
 
     _log_to_stderr(logging.WARNING)  # a rumble that fails is logged and skipped
-    conn = _open(_settings(db))
+    conn = open_database(settings_for(db))
     try:
         take_daily_snapshot(conn)
         reports = run_stale(conn, COMMAND_LINE)

@@ -20,21 +20,16 @@ import click
 from tqdm import tqdm
 
 from rumble import store
+from rumble.cli_support import db_option, open_database, settings_for
 
 TOKEN_VARIABLE = "RUMBLE_ADMIN_TOKEN"
 
-db_option = click.option(
-    "--db", type=click.Path(dir_okay=False), default=None, help="SQLite database file (default: $RUMBLE_DB or ~/.local/share/rumble/rumble.db)."
-)
 PROGRESS_FROM_PAGES = 25_600  # a progress bar from 100 MiB (at 4 KiB pages) on
 
 
 def _open(db: str | None) -> tuple[dict, store.Store]:
-    from rumble.cli import _open as open_store
-    from rumble.cli import _settings
-
-    values = _settings(db)
-    return values, open_store(values)
+    values = settings_for(db)
+    return values, open_database(values)
 
 
 def _who() -> str:

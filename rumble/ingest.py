@@ -84,9 +84,9 @@ def rate(field: online.Field, a: int, b: int, new_a: Pairing, new_b: Pairing, sh
     online.rate_battle(field, a, b, share_a, online.seconds(when))
 
 
-def with_receipt(battle: Battle, remote_addr: str | None) -> Battle:
+def with_receipt(battle: Battle, remote_addr: str | None, received: datetime) -> Battle:
     """The battle stamped with the server's receive time and the uploader's address."""
-    return replace(battle, received_at=utc_now(), remote_addr=remote_addr)
+    return replace(battle, received_at=format_time(received), remote_addr=remote_addr)
 
 
 def battle_shares(first_score: int, second_score: int, first_firsts: int, second_firsts: int, survival: bool) -> tuple[int, int]:
@@ -164,10 +164,11 @@ def _shift_opponents(db: Store, rumble_id: int, bot: int, sign: int) -> None:
     pairings.put_totals(db, rumble_id, rows)
 
 
-def next_priority_battle(db: Store, game: str, batch: int, min_battles: int, hold_minutes: float, rng: random.Random) -> tuple[str, str] | None:
+def next_priority_battle(
+    db: Store, game: str, batch: int, min_battles: int, hold_minutes: float, rng: random.Random, now_dt: datetime
+) -> tuple[str, str] | None:
     """Hand out the rumble's next priority battle, choosing a new batch when the queue is empty."""
     rumble_id = find_rumble_id(db, game)
-    now_dt = datetime.now(timezone.utc)
     now = format_time(now_dt)
     found = queue.pop_waiting(db, rumble_id, now)
     if found is not None:

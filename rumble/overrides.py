@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rumble.protocol.games import ConfigError, RumbleSettings, _field
+from rumble.protocol.games import ConfigError, RumbleSettings, check_field
 from rumble.store import Store
 from rumble.store import overrides as rows
 
@@ -75,7 +75,7 @@ def parse_rumble_value(key: str, text: str) -> Any:
         return int(text)
     if key == "field":
         try:
-            return _field(text, "field")
+            return check_field(text, "field")
         except ConfigError as error:
             raise SettingError(str(error)) from None
     if key in ("melee", "teams"):

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from rumble.clock import Clock
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -46,6 +48,7 @@ SETTINGS = (
     Setting("REMOVALS_PER_HOUR", 120, "RemoveOldParticipant requests one address may make in an hour; beyond that they are refused (and logged).", int),
     Setting("ADMIN_SESSION_MINUTES", 60.0, "A maintainer's browser login lasts this long, then the login page asks for the token again.", float),
     Setting("SYNCHRONOUS", "NORMAL", "SQLite synchronous pragma: NORMAL survives a crash of the server (WAL); FULL also a power loss.", str),
+    Setting("CLOCK", None, "The server's clock (a rumble.clock.Clock; the system's UTC time by default). Only code sets it, tests above all.", lambda raw: None),
     Setting("THREADS", 32, "Threads per `rumble serve` worker: requests served at once by one worker (gunicorn's gthread worker).", int),
     Setting("READ_TIMEOUT_SECONDS", 10.0, "A request (headers and body) must arrive within this many seconds of the connection's opening (or of its first byte, on a kept-alive connection); else the connection is closed.", float),
     Setting("SEND_TIMEOUT_SECONDS", 30.0, "A client that takes none of its answer for this many seconds is disconnected.", float),
@@ -73,4 +76,6 @@ def load(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None
         values[name] = value
     if values["DB"] is None:
         values["DB"] = str(default_db_path(environ))
+    if values["CLOCK"] is None:
+        values["CLOCK"] = Clock()
     return values

@@ -2,10 +2,15 @@
 # Installs everything the tests need, then runs them: `bash scripts/test.sh [pytest args]`.
 #
 # - Debian packages: robocode (the real RoboRumble client the end-to-end tests drive), chromium and
-#   chromium-driver (the browser tests drive Debian's Chromium through Selenium), nginx (the
-#   reverse-proxy tests run it as a plain process on a loopback port; its service is not used), when missing.
-#   Needs root (or sudo); without them those tests are skipped, except under CI where they must run.
+#   chromium-driver (the browser tests drive Debian's Chromium through Selenium), faketime (the
+#   shifted-clock run below), nginx (the reverse-proxy tests run it as a plain process on a
+#   loopback port; its service is not used), when missing. Needs root (or sudo); without them
+#   those tests are skipped, except under CI where they must run.
 # - Python packages: rumble and its test extra, into ./.venv (created if missing).
+#
+# Without arguments it runs the whole suite, then the suite less the end-to-end tests again with
+# the clock 400 days ahead (faketime), so a test that depends on today's date fails here, not on
+# some later day. With arguments it runs pytest with them, once.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -13,6 +18,7 @@ apt_packages=()
 [ -e /usr/share/java/roborumble.jar ] || apt_packages+=(robocode)
 [ -x /usr/bin/chromium ] || apt_packages+=(chromium)  # the browser tests (tests/e2e/test_browser.py)
 [ -x /usr/bin/chromedriver ] || apt_packages+=(chromium-driver)
+command -v faketime >/dev/null 2>&1 || apt_packages+=(faketime)  # the shifted-clock run
 [ -x /usr/sbin/nginx ] || apt_packages+=(nginx)  # tests/e2e/test_proxy.py, scripts/hostile_mix.py --proxy
 if [ ${#apt_packages[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then sudo_cmd=() ; elif command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo) ; else sudo_cmd=(none); fi
@@ -29,4 +35,14 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
-exec .venv/bin/python -m pytest "$@"
+if [ $# -gt 0 ]; then
+  exec .venv/bin/python -m pytest "$@"
+fi
+.venv/bin/python -m pytest
+if ! command -v faketime >/dev/null 2>&1; then
+  if [ "${CI:-}" = true ]; then echo "scripts/test.sh: faketime is missing; CI must run the shifted-clock tests" >&2; exit 1; fi
+  echo "scripts/test.sh: faketime is missing: the shifted-clock run is skipped" >&2
+  exit 0
+fi
+echo "scripts/test.sh: the suite again, end-to-end tests aside, with the clock 400 days ahead (faketime -f '+400d')"
+exec faketime -f '+400d' .venv/bin/python -m pytest -q -p no:cacheprovider --ignore=tests/e2e

@@ -1,8 +1,10 @@
-"""Fixtures: an app on a real SQLite file per test, its test client, and upload helpers."""
+"""Fixtures: an app on a real SQLite file per test, its clock, its test client, and upload helpers.
+
+Every time a test sends or checks comes from the test's clock (the ``clock`` fixture, which the
+app reads as its ``CLOCK`` setting), never from a literal date: the suite passes on any day.
+"""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 
@@ -10,9 +12,12 @@ from rumble import store
 from rumble.admin_tokens import hash_token, new_token
 from rumble.app import create_app
 from rumble.battle import Battle, Side
+from rumble.clock import Clock
+from rumble.protocol.replies import UploadOutcome
 from rumble.protocol.upload import format_upload
 from rumble.store import admin as admin_store
 from rumble.web import close_thread_db
+from rumble.web.upload_stats import upload_decided
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -20,9 +25,25 @@ def compiled_rating_step():
     """Compile the rating step (or load it from numba's cache) once, before any test or server
     needs it: a first compile takes seconds, which a server start in an end-to-end test would
     otherwise spend before it answers."""
-    from rumble.ratings.all_pairings import warm_up
+    from rumble.ratings.online import warm_up
 
     warm_up()
+
+
+_clock = Clock()  # the running test's clock (the ``clock`` fixture replaces it for each test)
+
+
+@pytest.fixture(autouse=True)
+def clock() -> Clock:
+    """This test's clock: the app's ``CLOCK`` setting and the source of every time the test uses."""
+    global _clock
+    _clock = Clock()
+    return _clock
+
+
+def now_ms() -> int:
+    """The running test's clock, in milliseconds since the epoch."""
+    return _clock.now_ms()
 
 
 def battle(
@@ -34,10 +55,11 @@ def battle(
     time_ms: int | None = None,
     **fields,
 ) -> Battle:
-    """A valid 1v1 roborumble result (the captured one of protocol.md 7.1 by default)."""
+    """A valid 1v1 roborumble result (the captured one of protocol.md 7.1 by default), fought now
+    by the test's clock unless ``time_ms`` says when."""
     values = dict(
         game=game, version="1", client="1.9.3.9", teams=False, melee=False, rounds=35, field="800x600",
-        uploader="Jane Doe", time_ms=int(time.time() * 1000) if time_ms is None else time_ms,
+        uploader="Jane Doe", time_ms=_clock.now_ms() if time_ms is None else time_ms,
         first=Side(first, scores[0], scores[0] // 2, firsts[0]), second=Side(second, scores[1], scores[1] // 2, firsts[1]),
     )  # fmt: skip
     values.update(fields)
@@ -45,10 +67,37 @@ def battle(
 
 
 @pytest.fixture
-def app(tmp_path):
-    app = create_app({"DB": str(tmp_path / "rumble.db"), "BATCH_INTERVAL_MINUTES": 0})
+def app(tmp_path, clock):
+    app = create_app({"DB": str(tmp_path / "rumble.db"), "BATCH_INTERVAL_MINUTES": 0, "CLOCK": clock})
     yield app
     close_thread_db()
+
+
+@pytest.fixture(autouse=True)
+def connections_closed(monkeypatch):
+    """Every database connection a test opens with ``store.connect`` is closed when the test ends,
+    even when the test fails half-way: a connection left open keeps its lock file, which a later
+    test would meet as an unclosed-file warning (an error under ``filterwarnings = error``)."""
+    opened: list[store.Store] = []
+    connect = store.connect
+
+    def tracked(*args, **kwargs):
+        conn = connect(*args, **kwargs)
+        opened.append(conn)
+        return conn
+
+    monkeypatch.setattr(store, "connect", tracked)
+    yield
+    for conn in opened:
+        conn.close()
+
+
+@pytest.fixture
+def db(app):
+    """A connection to the app's database for the test to read and write (closed after the test)."""
+    conn = store.connect(app.config["RUMBLE"]["DB"])
+    yield conn
+    conn.close()
 
 
 @pytest.fixture
@@ -82,16 +131,25 @@ def client(app):
     return app.test_client()
 
 
+def post_upload(client, body, **kwargs) -> tuple[UploadOutcome, str]:
+    """POST a body (bytes, or a Battle) to /UploadedResults: the outcome the server decided, and its answer text."""
+    if isinstance(body, Battle):
+        body = format_upload(body)
+    decided: list[UploadOutcome] = []
+    with upload_decided.connected_to(lambda app, outcome: decided.append(outcome), sender=client.application):
+        response = client.post("/UploadedResults", data=body, content_type="application/x-www-form-urlencoded", **kwargs)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    (outcome,) = decided
+    return outcome, response.get_data(as_text=True)
+
+
 @pytest.fixture
 def upload(client):
-    """POST a body (bytes, or a Battle) to /UploadedResults; return the answer text."""
+    """POST a body (bytes, or a Battle) to /UploadedResults; return the outcome (``.kind`` says
+    accepted, duplicate, held or refused: assert that, never a substring of the answer)."""
 
-    def post(body) -> str:
-        if isinstance(body, Battle):
-            body = format_upload(body)
-        response = client.post("/UploadedResults", data=body, content_type="application/x-www-form-urlencoded")
-        assert response.status_code == 200
-        return response.get_data(as_text=True)
+    def post(body) -> UploadOutcome:
+        return post_upload(client, body)[0]
 
     return post
 

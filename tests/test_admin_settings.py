@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import re
 
-from conftest import battle, maintainer_token as _token, audit_rows as _audit
+from conftest import battle, maintainer_token as _token, audit_rows as _audit, post_upload
 
 from rumble import store
 from rumble.app import create_app
-from rumble.protocol.upload import format_upload
+from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.store.tables import snapshot
 from rumble.web import close_thread_db
 
 BOTS = ["a.Alpha 1.0", "b.Beta 1.0", "c.Gamma 1.0"]
+
+
+def _refusal(outcome: UploadOutcome) -> str:
+    """The reason of a refused upload (and a failure if it was not refused)."""
+    assert outcome.kind is Kind.REFUSED, outcome
+    return outcome.reason
 
 
 def _auth(app) -> dict:
@@ -23,7 +29,7 @@ def _auth(app) -> dict:
 def _ladder(upload) -> None:
     for i, a in enumerate(BOTS):
         for b in BOTS[i + 1 :]:
-            assert "received" in upload(battle(a, b, (3000 + 300 * i, 2500), (20, 15)))
+            assert upload(battle(a, b, (3000 + 300 * i, 2500), (20, 15))).kind is Kind.ACCEPTED
 
 
 def test_rebuild_from_admin_replays_the_log_and_is_audited(app, client, upload):
@@ -59,20 +65,19 @@ def test_the_batch_runs_from_admin_and_is_audited(app, client, upload):
 def test_the_client_whitelist_is_edited_in_the_database_and_shared(app, client, upload, tmp_path):
     auth = _auth(app)
     old = battle(*BOTS[:2], (3000, 2500), (20, 15), client="1.9.3.8")
-    assert "CLIENT NOT SUPPORTED" in upload(old)
+    assert _refusal(upload(old)).startswith("CLIENT NOT SUPPORTED")
     response = client.post("/admin/clients", json={"clients": "1.9.3.9, 1.9.3.8"}, headers=auth)
     assert response.json["accepted_clients"] == ["1.9.3.9", "1.9.3.8"]
-    assert "received" in upload(old)
+    assert upload(old).kind is Kind.ACCEPTED
     # Another app (another gunicorn worker) on the same database sees it at once.
     other = create_app({"DB": app.config["RUMBLE"]["DB"], "BATCH_INTERVAL_MINUTES": 0})
-    answer = other.test_client().post("/UploadedResults", data=format_upload(battle(*BOTS[1:], (3000, 2500), (20, 15), client="1.9.3.8")),
-                                      content_type="application/x-www-form-urlencoded").get_data(as_text=True)  # fmt: skip
-    assert "received" in answer
+    outcome, _ = post_upload(other.test_client(), battle(*BOTS[1:], (3000, 2500), (20, 15), client="1.9.3.8"))
+    assert outcome.kind is Kind.ACCEPTED
     for bad in ("", "1.9.3.9; DROP TABLE battles", "x" * 30):
         refused = client.post("/admin/clients", json={"clients": bad}, headers=auth)
         assert refused.status_code == 400 and refused.json["error"]
     assert client.post("/admin/clients", json={"reset": "1"}, headers=auth).json["accepted_clients"] == ["1.9.3.9"]
-    assert "CLIENT NOT SUPPORTED" in upload(battle(*BOTS[:2], (3100, 2500), (20, 15), client="1.9.3.8"))
+    assert _refusal(upload(battle(*BOTS[:2], (3100, 2500), (20, 15), client="1.9.3.8"))).startswith("CLIENT NOT SUPPORTED")
     actions = [(r["action"], r["details"].get("after"), "error" in r["details"]) for r in reversed(_audit(app))]
     assert actions == [("set-clients", ["1.9.3.9", "1.9.3.8"], False), ("set-clients", None, True), ("set-clients", None, True),
                        ("set-clients", None, True), ("set-clients", ["1.9.3.9"], False)]  # fmt: skip
@@ -88,14 +93,14 @@ def test_rumble_settings_are_edited_in_the_database_and_rounds_only_while_the_lo
     # An empty rumble may change its rounds: uploads of the new rounds fit, of the old ones not.
     assert post(game="twinduel", key="rounds", value="50").json["value"] == 50
     fifty = battle(*BOTS[:2], (3000, 2500), (30, 20), game="twinduel", rounds=50, field="800x800", teams=True)
-    assert "received" in upload(fifty)
-    assert "rounds must be 50" in upload(battle(*BOTS[:2], (3000, 2500), (40, 35), game="twinduel", rounds=75, field="800x800", teams=True))
+    assert upload(fifty).kind is Kind.ACCEPTED
+    assert "rounds must be 50" in _refusal(upload(battle(*BOTS[:2], (3000, 2500), (40, 35), game="twinduel", rounds=75, field="800x800", teams=True)))
     # Now it has battles: its rounds are frozen, its field is not.
     frozen = post(game="twinduel", key="rounds", value="75")
     assert frozen.status_code == 400 and "already has battles" in frozen.json["error"]
     assert post(game="roborumble", key="field", value="1000x1000").json["value"] == "1000x1000"
-    assert "field must be 1000x1000" in upload(battle(*BOTS[:2], (3000, 2500), (20, 15)))
-    assert "received" in upload(battle(*BOTS[:2], (3000, 2500), (20, 15), field="1000x1000"))
+    assert "field must be 1000x1000" in _refusal(upload(battle(*BOTS[:2], (3000, 2500), (20, 15))))
+    assert upload(battle(*BOTS[:2], (3000, 2500), (20, 15), field="1000x1000")).kind is Kind.ACCEPTED
     assert post(game="roborumble", key="field", reset="1").json["value"] == "800x600"
     for fields, reason in (
         ({"game": "nosuch", "key": "field", "value": "800x600"}, "no rumble called"),

@@ -7,9 +7,10 @@ import time
 
 import numpy as np
 import pytest
-from conftest import battle
+from conftest import battle, post_upload
 
 from rumble import jobs, store
+from rumble.protocol.replies import Kind
 from rumble.rankings import knnpbi
 from rumble.rankings.batch import METHODS
 from rumble.store import batch as batch_store
@@ -89,8 +90,7 @@ def test_a_one_method_run_does_not_make_a_rumble_current(db):
 
 
 def _upload(client, db):
-    answer = client.post("/UploadedResults", data=_body(), content_type="application/x-www-form-urlencoded")
-    assert answer.status_code == 200 and "OK" in answer.get_data(as_text=True)
+    assert post_upload(client, _body())[0].kind is Kind.ACCEPTED
 
 
 def _body() -> str:
@@ -123,8 +123,8 @@ def _in_transaction(db, action) -> None:
 
 def test_a_method_that_fails_is_recorded_and_the_others_are_stored(app, upload):
     # two pairs that never met each other: no common scale for batch Elo
-    upload(battle("a.A 1", "a.B 1"))
-    upload(battle("a.C 1", "a.D 1"))
+    assert upload(battle("a.A 1", "a.B 1")).kind is Kind.ACCEPTED
+    assert upload(battle("a.C 1", "a.D 1")).kind is Kind.ACCEPTED
     db = store.connect(app.config["RUMBLE"]["DB"])
     report = jobs.run_rumble(db, "roborumble")
     [run] = batch_store.runs(db, rid(db))

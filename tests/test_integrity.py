@@ -3,48 +3,45 @@ the log keeps every row, the tables equal a rebuild of what remains, and everyth
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 
 import pytest
 from click.testing import CliRunner
-from conftest import battle, maintainer_token as _token, audit_rows as _audit
+from conftest import battle, maintainer_token as _token, audit_rows as _audit, post_upload
 
 from rumble import store
 from rumble.cli import cli
 from rumble.protocol.games import load_rumbles
-from rumble.protocol.upload import format_upload
+from rumble.protocol.replies import Kind
 from rumble.rebuild import rebuild_rumble
 from rumble.store.tables import snapshot
 
 BOTS = ["a.Alpha 1.0", "b.Beta 1.0", "c.Gamma 1.0", "d.Delta 1.0", "e.Eps 1.0"]
 
 
-def _send(client, result, addr: str = "127.0.0.1") -> str:
-    response = client.post("/UploadedResults", data=format_upload(result), environ_base={"REMOTE_ADDR": addr},
-                           content_type="application/x-www-form-urlencoded")  # fmt: skip
-    return response.get_data(as_text=True)
+def _send(client, result, addr: str = "127.0.0.1") -> Kind:
+    """Upload ``result`` from ``addr``; what became of it."""
+    return post_upload(client, result, environ_base={"REMOTE_ADDR": addr})[0].kind
 
 
-def _season(app, client) -> dict[str, list]:
+def _season(app, client, now: int) -> dict[str, list]:
     """Every pair of BOTS meets three times: twice from honest Jane at 10.0.0.1, once from Mallory at
     10.6.6.6 with lopsided scores; a few more from Bob on an older client. Returns what each sent."""
     app.config["RUMBLE"]["ACCEPTED_CLIENTS"] = ("1.9.3.9", "1.9.3.8")
     sent = defaultdict(list)
-    now = int(time.time() * 1000)
     n = 0
     for i, a in enumerate(BOTS):
         for b in BOTS[i + 1 :]:
             for k in range(2):
                 r = battle(a, b, (3000 + 250 * i + 40 * k, 2600 + 30 * k), (20, 15), time_ms=now - (n := n + 1), uploader="Jane")
-                assert "received" in _send(client, r, "10.0.0.1")
+                assert _send(client, r, "10.0.0.1") is Kind.ACCEPTED
                 sent["Jane"].append(r)
             r = battle(a, b, (100, 6000), (0, 35), time_ms=now - (n := n + 1), uploader="Mallory")
-            assert "received" in _send(client, r, "10.6.6.6")
+            assert _send(client, r, "10.6.6.6") is Kind.ACCEPTED
             sent["Mallory"].append(r)
     for a, b in ((BOTS[0], BOTS[1]), (BOTS[2], BOTS[3])):
         r = battle(a, b, (4000, 2000), (30, 5), time_ms=now - (n := n + 1), uploader="Bob", client="1.9.3.8")
-        assert "received" in _send(client, r, "10.0.0.2")
+        assert _send(client, r, "10.0.0.2") is Kind.ACCEPTED
         sent["Bob"].append(r)
     return sent
 
@@ -92,8 +89,8 @@ def _generation(app) -> int:
     return found
 
 
-def test_rollback_by_uploader_equals_a_rebuild_and_unflag_restores(app, client):
-    sent = _season(app, client)
+def test_rollback_by_uploader_equals_a_rebuild_and_unflag_restores(app, client, clock):
+    sent = _season(app, client, clock.now_ms())
     token = _token(app)
     before = _fresh_rebuild_equals_tables(app)
     generation = _generation(app)
@@ -118,7 +115,7 @@ def test_rollback_by_uploader_equals_a_rebuild_and_unflag_restores(app, client):
     assert entry["details"]["criteria"] == {"uploader": "Mallory"}
 
     # An upload after the rollback goes through the worker's reloaded copy and still equals a rebuild.
-    assert "received" in _send(client, battle(BOTS[0], BOTS[4], (3300, 3100), uploader="Jane"), "10.0.0.1")
+    assert _send(client, battle(BOTS[0], BOTS[4], (3300, 3100), uploader="Jane"), "10.0.0.1") is Kind.ACCEPTED
     _fresh_rebuild_equals_tables(app)
 
     response = client.post("/admin/unflag", json={"uploader": "Mallory"}, headers={"Authorization": f"Bearer {token}"})
@@ -138,8 +135,8 @@ def _last_received(app) -> str:
     return found
 
 
-def test_flag_by_remote_address_time_range_and_client_version(app, client):
-    sent = _season(app, client)
+def test_flag_by_remote_address_time_range_and_client_version(app, client, clock):
+    sent = _season(app, client, clock.now_ms())
     token = _token(app)
     auth = {"Authorization": f"Bearer {token}"}
     assert client.post("/admin/flag", json={"remote_addr": "10.6.6.6"}, headers=auth).json["battles"] == 10
@@ -174,8 +171,8 @@ def test_flag_by_remote_address_time_range_and_client_version(app, client):
     _fresh_rebuild_equals_tables(app)
 
 
-def test_a_dry_run_counts_and_changes_nothing(app, client):
-    _season(app, client)
+def test_a_dry_run_counts_and_changes_nothing(app, client, clock):
+    _season(app, client, clock.now_ms())
     token = _token(app)
     before = _fresh_rebuild_equals_tables(app)
     response = client.post("/admin/rollback", json={"uploader": "Mallory", "dry_run": True}, headers={"Authorization": f"Bearer {token}"})
@@ -192,8 +189,8 @@ def test_a_dry_run_counts_and_changes_nothing(app, client):
     ({"since": "2026-11-22", "until": "2026-11-21"}, "since must come before until"),
     ({"ids": "1, two"}, "battle ids must be whole numbers"),
 ])  # fmt: skip
-def test_unusable_criteria_are_refused_with_the_reason_and_change_nothing(app, client, fields, reason):
-    _season(app, client)
+def test_unusable_criteria_are_refused_with_the_reason_and_change_nothing(app, client, fields, reason, clock):
+    _season(app, client, clock.now_ms())
     token = _token(app)
     before = _fresh_rebuild_equals_tables(app)
     response = client.post("/admin/rollback", json=fields, headers={"Authorization": f"Bearer {token}"})
@@ -202,10 +199,10 @@ def test_unusable_criteria_are_refused_with_the_reason_and_change_nothing(app, c
     assert _audit(app)[0]["details"]["error"] == response.json["error"]
 
 
-def test_a_browser_form_rolls_back_with_its_csrf_token(app, client):
+def test_a_browser_form_rolls_back_with_its_csrf_token(app, client, clock):
     import re
 
-    _season(app, client)
+    _season(app, client, clock.now_ms())
     token = _token(app)
     page = client.get("/admin/login").get_data(as_text=True)
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
@@ -221,8 +218,8 @@ def test_a_browser_form_rolls_back_with_its_csrf_token(app, client):
     _fresh_rebuild_equals_tables(app)
 
 
-def test_the_command_line_rolls_back_with_a_token_and_is_audited(app, client):
-    sent = _season(app, client)
+def test_the_command_line_rolls_back_with_a_token_and_is_audited(app, client, clock):
+    sent = _season(app, client, clock.now_ms())
     db = app.config["RUMBLE"]["DB"]
     token = _token(app)
     runner = CliRunner()
@@ -244,7 +241,7 @@ def test_the_command_line_rolls_back_with_a_token_and_is_audited(app, client):
     assert back.exit_code == 0 and _states(app)["Mallory"] == {"ok": 10}
 
 
-def test_another_workers_copy_reloads_after_a_rollback(app, client):
+def test_another_workers_copy_reloads_after_a_rollback(app, client, clock):
     """Two threads with one connection each stand for two gunicorn workers (rumble.web.get_db is per
     thread): B's in-memory copy of the rumble is loaded by its upload, A rolls back; B's next upload
     must start from the rolled-back tables, because the rollback moved the rumble's generation."""
@@ -252,39 +249,39 @@ def test_another_workers_copy_reloads_after_a_rollback(app, client):
 
     from rumble.web import close_thread_db
 
-    _season(app, client)
+    _season(app, client, clock.now_ms())
     token = _token(app)
     worker_b = ThreadPoolExecutor(max_workers=1)  # one thread, one connection, one copy
 
-    def upload_on_b(a: str, b: str, scores: tuple[int, int], ago: int) -> str:
-        result = battle(a, b, scores, uploader="Jane", time_ms=int(time.time() * 1000) - ago)
+    def upload_on_b(a: str, b: str, scores: tuple[int, int], ago: int) -> Kind:
+        result = battle(a, b, scores, uploader="Jane", time_ms=clock.now_ms() - ago)
         return worker_b.submit(_send, client, result, "10.0.0.1").result()
 
     try:
-        assert "received" in upload_on_b(BOTS[1], BOTS[2], (3500, 3000), 7)
+        assert upload_on_b(BOTS[1], BOTS[2], (3500, 3000), 7) is Kind.ACCEPTED
         _fresh_rebuild_equals_tables(app)
         response = client.post("/admin/rollback", json={"uploader": "Mallory"}, headers={"Authorization": f"Bearer {token}"})
         assert response.json["battles"] == 10
-        assert "received" in upload_on_b(BOTS[0], BOTS[3], (3600, 3000), 9)
+        assert upload_on_b(BOTS[0], BOTS[3], (3600, 3000), 9) is Kind.ACCEPTED
         _fresh_rebuild_equals_tables(app)
     finally:
         worker_b.submit(close_thread_db).result()
         worker_b.shutdown()
 
 
-def test_rolling_back_the_battle_that_revived_a_bot_retires_it_again(app, client):
+def test_rolling_back_the_battle_that_revived_a_bot_retires_it_again(app, client, clock):
     """C is retired, then revived by Mallory's battle (a revival logs no event); rolling that battle
     back leaves C retired, as a rebuild of the remaining log has it, and the tables stay equal to a
     rebuild through later uploads and a second retirement (found in review: C stayed active)."""
     a, b, c, d = BOTS[:4]
-    now = int(time.time() * 1000)
+    now = clock.now_ms()
     n = 0
     for i, x in enumerate((a, b, c, d)):
         for y in (a, b, c, d)[i + 1 :]:
-            assert "received" in _send(client, battle(x, y, (3000 + 100 * i, 2500), (20, 15), time_ms=now - (n := n + 1), uploader="Jane"))
+            assert _send(client, battle(x, y, (3000 + 100 * i, 2500), (20, 15), time_ms=now - (n := n + 1), uploader="Jane")) is Kind.ACCEPTED
     retire = "version=1&game=roborumble&name=c.Gamma_1.0&dummy=NA\n"
     assert "retired" in client.post("/RemoveOldParticipant", data=retire).get_data(as_text=True)
-    assert "received" in _send(client, battle(c, a, (5000, 1000), (30, 5), time_ms=now - (n := n + 1), uploader="Mallory"), "10.6.6.6")
+    assert _send(client, battle(c, a, (5000, 1000), (30, 5), time_ms=now - (n := n + 1), uploader="Mallory"), "10.6.6.6") is Kind.ACCEPTED
     token = _token(app)
     assert client.post("/admin/rollback", json={"uploader": "Mallory"}, headers={"Authorization": f"Bearer {token}"}).status_code == 200
     db = _db(app)
@@ -293,7 +290,7 @@ def test_rolling_back_the_battle_that_revived_a_bot_retires_it_again(app, client
     assert active == 0
     _fresh_rebuild_equals_tables(app)
     for x, y in ((a, b), (b, d)):
-        assert "received" in _send(client, battle(x, y, (3300, 2500), (20, 15), time_ms=now - (n := n + 1), uploader="Jane"))
+        assert _send(client, battle(x, y, (3300, 2500), (20, 15), time_ms=now - (n := n + 1), uploader="Jane")) is Kind.ACCEPTED
     _fresh_rebuild_equals_tables(app)
     assert "already retired" in client.post("/RemoveOldParticipant", data=retire).get_data(as_text=True)
     _fresh_rebuild_equals_tables(app)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from conftest import battle
@@ -19,14 +19,24 @@ from rumble import melee, store
 from rumble.battle import Battle, Side
 from rumble.ingest import apply_battle
 from rumble.protocol.games import load_rumbles
+from rumble.protocol.replies import Kind
 from rumble.rebuild import rebuild_rumble
 from rumble.store import melee as melee_rows
 from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot
 
 BOTS = [f"mel.Bot{i} 1.0" for i in range(16)]
-T0 = 1_795_354_572_459
-START = datetime(2026, 11, 22, 12, 0, 0)
+T0 = 0  # the client time (ms) of a test's first battle, and START its first receive time:
+START = datetime(1970, 1, 1)  # both set from the test's clock by `epoch`
+
+
+@pytest.fixture(autouse=True)
+def epoch(clock):
+    """T0 an hour before the test's clock (well within the 24 hours an upload may be old), START a
+    minute after it."""
+    global T0, START
+    T0 = clock.now_ms() - 3_600_000
+    START = datetime.fromtimestamp(T0 / 1000 + 60, timezone.utc).replace(tzinfo=None)
 
 
 def melee_pairs(scores: dict[str, int], time_ms: int, uploader: str = "Jane Doe", game: str = "meleerumble",
@@ -52,13 +62,6 @@ def random_scores(rng: random.Random, n: int = 10) -> dict[str, int]:
 def at(seconds: float) -> str:
     """A receive time ``seconds`` after START, as the store writes it."""
     return (START + timedelta(seconds=seconds)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-@pytest.fixture
-def db(app):
-    conn = store.connect(app.config["RUMBLE"]["DB"])
-    yield conn
-    conn.close()
 
 
 def send(db, pairs: list[Battle], received: str | None = None) -> None:
@@ -119,7 +122,7 @@ def assert_ratings(got, expected):
         assert got[name][:2] + got[name][3:] == pytest.approx(values[:2] + values[3:], rel=1e-12), name
 
 
-def test_shuffled_interleaved_battles_are_each_rated_once(app, upload):
+def test_shuffled_interleaved_battles_are_each_rated_once(db, upload):
     """Three 10-bot battles (two by one uploader 30 s apart, sharing bots; one by another uploader)
     have their 135 pairs uploaded shuffled together, then 20 of them again (client retries): three
     battles, 45 pairs each, rated once each, in the order their last pair arrived."""
@@ -129,11 +132,10 @@ def test_shuffled_interleaved_battles_are_each_rated_once(app, upload):
     tagged = [(k, p) for k, battle_pairs in enumerate(pairs) for p in battle_pairs]
     rng.shuffle(tagged)
     for _, pair in tagged:
-        assert "OK" in upload(pair)
+        assert upload(pair).kind is Kind.ACCEPTED
     for _, pair in rng.sample(tagged, 20):
-        upload(pair)
-    conn = store.connect(app.config["RUMBLE"]["DB"])
-    found = battles_of(conn)
+        assert upload(pair).kind is Kind.DUPLICATE
+    found = battles_of(db)
     assert len(found) == 3
     assert all(b["state"] == "rated" and b["pairs"] == 45 and b["late"] == 0 and b["closed_by"] == "complete" for b in found)
     assert sorted(tuple(sorted(b["bots"])) for b in found) == sorted(tuple(sorted(s)) for s in scores)
@@ -142,27 +144,24 @@ def test_shuffled_interleaved_battles_are_each_rated_once(app, upload):
         assert {n: s for n, (s, _) in b["bots"].items()} == original
     last_pair = {k: max(i for i, (kk, _) in enumerate(tagged) if kk == k) for k in range(3)}
     order = sorted(range(3), key=lambda k: last_pair[k])
-    assert_ratings(melee_ratings(conn), expected_ratings([scores[k] for k in order]))
-    conn.close()
+    assert_ratings(melee_ratings(db), expected_ratings([scores[k] for k in order]))
 
 
-def test_each_division_reassembles_its_own_copy(app, upload):
+def test_each_division_reassembles_its_own_copy(db, upload):
     """The client sends each pair to meleerumble and to the divisions both bots qualify for: the
     division gets its own battle of the bots it saw, rated in its own tables."""
     rng = random.Random(4)
     scores = random_scores(rng)
     small = set(list(scores)[:6])
     for pair in melee_pairs(scores, T0):
-        upload(pair)
+        assert upload(pair).kind is Kind.ACCEPTED
         if pair.first.name in small and pair.second.name in small:
-            upload(replace(pair, game="nanomeleerumble"))
-    conn = store.connect(app.config["RUMBLE"]["DB"])
-    (general,) = battles_of(conn)
-    (nano,) = battles_of(conn, "nanomeleerumble")
+            assert upload(replace(pair, game="nanomeleerumble")).kind is Kind.ACCEPTED
+    (general,) = battles_of(db)
+    (nano,) = battles_of(db, "nanomeleerumble")
     assert (general["state"], set(general["bots"])) == ("rated", set(scores))
     assert (nano["state"], nano["pairs"], set(nano["bots"])) == ("open", 15, small)  # 6 bots: not the stock 10, waits
-    assert melee_ratings(conn, "nanomeleerumble") == {}
-    conn.close()
+    assert melee_ratings(db, "nanomeleerumble") == {}
 
 
 def test_a_prioritized_battle_is_rated_on_timeout_with_every_bot_it_named(db):
@@ -310,7 +309,7 @@ def test_rankings_show_mu_sigma_and_the_conservative_rating(client, upload):
     battles = [random_scores(rng), random_scores(rng)]
     for n, scores in enumerate(battles):
         for pair in melee_pairs(scores, T0 + 60_000 * n):
-            upload(pair)
+            assert upload(pair).kind is Kind.ACCEPTED
     expected = expected_ratings(battles)
     rows = client.get("/Rankings?game=meleerumble&api=1").json
     assert {row["name"] for row in rows} == set(expected)
@@ -341,7 +340,7 @@ def test_bot_details_show_the_whole_battles(client, upload):
     battles = [{**random_scores(rng, 9), name: rng.randint(0, 20_000)} for _ in range(3)]
     for n, scores in enumerate(battles):
         for pair in melee_pairs(scores, T0 + 60_000 * n):
-            upload(pair)
+            assert upload(pair).kind is Kind.ACCEPTED
     melee_part = client.get("/BotDetails", query_string={"game": "meleerumble", "name": name, "api": "1"}).json["melee"]
     found = melee_part["battles"]
     assert len(found) == 3 and all(b["state"] == "rated" and b["bots"] == 10 for b in found)

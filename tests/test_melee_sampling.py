@@ -21,18 +21,16 @@ every pair once handed out away for the whole simulation.)
 from __future__ import annotations
 
 import random
-import re
-import time
 from dataclasses import replace
 
 import pytest
-from conftest import battle
+from conftest import battle, post_upload
 
 from rumble import priority, store
 from rumble.app import create_app
 from rumble.battle import Battle, Side
 from rumble.ingest import apply_battle
-from rumble.protocol.upload import format_upload
+from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.store import melee as melee_store
 from rumble.web import client as client_views
 
@@ -44,17 +42,11 @@ SEEDS = (1, 2, 3)
 CHANCE = 8 / 23
 
 
-def name_of(key: str) -> str:
-    """A priority line's bot key back to its name (the client turns the last _ into a space)."""
-    package_class, version = key.rsplit("_", 1)
-    return f"{package_class} {version}"
-
-
 class SimulatedClient:
-    def __init__(self, upload, seed: int):
-        self.upload, self.rng = upload, random.Random(seed)
+    def __init__(self, upload, seed: int, clock):
+        self.upload, self.rng, self.clock = upload, random.Random(seed), clock
         self.skill = {name: self.rng.uniform(0.5, 2.0) for name in OLD + [NEW]}
-        self.time = int(time.time() * 1000) - 3_600_000
+        self.time = clock.now_ms() - 3_600_000
         self.lines: list[tuple[str, str]] = []
         self.old_pairs = self.old_pairs_with_new = 0
 
@@ -75,14 +67,15 @@ class SimulatedClient:
         for _ in range(battles):
             with store.write(db):
                 for pair in self.pairs(self.rng.sample(OLD, 10)):
-                    apply_battle(db, replace(pair, received_at=store.utc_now()), 35, 3)
+                    apply_battle(db, replace(pair, received_at=store.format_time(self.clock.now())), 35, 3)
 
     def fight(self, bots: list[str], chosen: tuple[str, str] | None = None) -> None:
         """One battle uploaded pair by pair; keeps the [a,b] answers."""
         for pair in self.pairs(bots, chosen):
-            answer = self.upload(pair)
-            assert "OK." in answer and "ERROR" not in answer, answer
-            self.lines += [(name_of(a), name_of(b)) for a, b in re.findall(r"^\[(.+),(.+)\]$", answer, re.MULTILINE)]
+            outcome = self.upload(pair)
+            assert outcome.kind is Kind.ACCEPTED, outcome
+            if outcome.priority is not None:
+                self.lines.append(outcome.priority)
             if NEW not in (pair.first.name, pair.second.name):
                 self.old_pairs += 1
                 self.old_pairs_with_new += NEW in bots
@@ -106,7 +99,7 @@ class SimulatedClient:
 def simulate(app, upload, seed: int, extra_iterations: int = 0) -> dict[str, float]:
     """The established rumble, the new bot's first battle, then ITERATIONS measured iterations (and
     ``extra_iterations`` more, not measured)."""
-    client = SimulatedClient(upload, seed)
+    client = SimulatedClient(upload, seed, app.config["RUMBLE"]["CLOCK"])
     db = store.connect(app.config["RUMBLE"]["DB"])
     client.establish(db, 60)  # 24 bots, 2,700 pairs: every pairing has met, nearly all 3 times or more
     db.close()
@@ -124,34 +117,32 @@ def new_bot_pairings(client) -> int:
     return row["pairings"]
 
 
-def mean_over_seeds(tmp_path, monkeypatch, extra_iterations: int = 0) -> tuple[dict[str, float], list[int]]:
+def mean_over_seeds(tmp_path, monkeypatch, clock, extra_iterations: int = 0) -> tuple[dict[str, float], list[int]]:
     """The measures averaged over SEEDS runs, each on a fresh database, and the new bot's pairings after each."""
     totals, met = {"share": 0.0, "old_pairs": 0.0}, []
     for seed in SEEDS:
         monkeypatch.setattr(client_views, "_rng", random.Random(seed))  # the server's draws, repeatable
-        app = create_app({"DB": str(tmp_path / f"rumble{seed}.db"), "BATCH_INTERVAL_MINUTES": 0, "PRIORITY_HOLD_MINUTES": 0})
-        client = app.test_client()
+        settings = {"DB": str(tmp_path / f"rumble{seed}.db"), "BATCH_INTERVAL_MINUTES": 0, "PRIORITY_HOLD_MINUTES": 0, "CLOCK": clock}
+        client = create_app(settings).test_client()
 
-        def upload(pair, client=client) -> str:
-            response = client.post("/UploadedResults", data=format_upload(pair), content_type="application/x-www-form-urlencoded")
-            assert response.status_code == 200
-            return response.get_data(as_text=True)
+        def upload(pair, client=client) -> UploadOutcome:
+            return post_upload(client, pair)[0]
 
-        for key, value in simulate(app, upload, seed, extra_iterations).items():
+        for key, value in simulate(client.application, upload, seed, extra_iterations).items():
             totals[key] += value / len(SEEDS)
         met.append(new_bot_pairings(client))
     return totals, met
 
 
-def test_without_the_remedy_the_new_bot_is_in_nearly_every_battle(tmp_path, monkeypatch):
+def test_without_the_remedy_the_new_bot_is_in_nearly_every_battle(tmp_path, monkeypatch, clock):
     monkeypatch.setattr(priority, "MELEE_SHARE", 1.0)  # no cap on a bot's share of a batch
     monkeypatch.setattr(melee_store, "opens_battle", lambda db, battle_id: True)  # a priority line per pair
-    found, _ = mean_over_seeds(tmp_path, monkeypatch)
+    found, _ = mean_over_seeds(tmp_path, monkeypatch, clock)
     assert found["share"] >= 0.75 and found["old_pairs"] >= CHANCE + 0.25, found
 
 
-def test_with_the_remedy_the_new_bot_takes_its_share_and_meets_everyone(tmp_path, monkeypatch):
-    found, met = mean_over_seeds(tmp_path, monkeypatch, extra_iterations=5)
+def test_with_the_remedy_the_new_bot_takes_its_share_and_meets_everyone(tmp_path, monkeypatch, clock):
+    found, met = mean_over_seeds(tmp_path, monkeypatch, clock, extra_iterations=5)
     assert found["share"] <= 0.6 and found["old_pairs"] <= CHANCE + 0.15, found
     assert met == [len(OLD)] * len(SEEDS)  # after 5 more iterations it has met every old bot
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from conftest import battle
+from conftest import battle, post_upload
 
 from rumble import store
 from rumble.admin_tokens import hash_token, new_token
 from rumble.battle import Side
 from rumble.plausibility import max_score, min_firsts, suspicion
 from rumble.protocol.games import load_rumbles
+from rumble.protocol.replies import Kind
 from rumble.rebuild import rebuild_rumble
 from rumble.store import admin as admin_store
 from rumble.store.tables import snapshot
@@ -57,16 +58,17 @@ def _db(app) -> store.Store:
 
 
 def test_a_suspicious_upload_is_answered_ok_logged_flagged_and_not_counted_until_unflagged(app, client, upload):
-    assert "received for roborumble\n" in upload(battle("a.A 1", "b.B 1", (3000, 2000), (20, 15)))
+    assert upload(battle("a.A 1", "b.B 1", (3000, 2000), (20, 15))).kind is Kind.ACCEPTED
     db = _db(app)
     counted = snapshot(db)
-    answer = upload(battle("a.A 1", "b.B 1", (3000, 2000), (5, 5)))
+    outcome, answer = post_upload(client, battle("a.A 1", "b.B 1", (3000, 2000), (5, 5)))
     # The client is done with it (OK), the counts are the counted battles (1 each), and it says why.
-    assert answer.startswith("<1 1>\nOK. a.A 1 vs b.B 1 received for roborumble, held for review: ")
-    assert "fewer than 34 of 35" in answer and "[" not in answer
+    assert (outcome.kind, outcome.counts) == (Kind.HELD, (1, 1)) and "fewer than 34 of 35" in outcome.reason
+    assert answer == f"<1 1>\nOK. a.A 1 vs b.B 1 received for roborumble, held for review: {outcome.reason}\n"
+    assert "[" not in answer
     assert snapshot(db) == counted
     assert db.execute("SELECT state FROM battles ORDER BY id").fetchall() == [("ok",), ("flagged",)]
-    assert "already received" in upload(battle("a.A 1", "b.B 1", (3000, 2000), (5, 5), time_ms=_time(db, 2)))  # a retry
+    assert upload(battle("a.A 1", "b.B 1", (3000, 2000), (5, 5), time_ms=_time(db, 2))).kind is Kind.DUPLICATE  # a retry
     token = new_token()
     with store.write(db):
         admin_store.add_maintainer(db, "alice", hash_token(token), store.utc_now())

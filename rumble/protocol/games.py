@@ -36,7 +36,8 @@ class ConfigError(ValueError):
     """The rumbles file is not usable; the message says which entry and why."""
 
 
-def _field(value: object, where: str) -> str:
+def check_field(value: object, where: str) -> str:
+    """``value`` if it is a battlefield size like "800x600"; ConfigError (naming ``where``) if not."""
     if not isinstance(value, str):
         raise ConfigError(f"{where}: field must be a string like '800x600'")
     width, sep, height = value.partition("x")
@@ -74,7 +75,7 @@ def parse_rumbles(text: str, source: str = "rumbles file") -> dict[str, RumbleSe
         rumbles[name] = RumbleSettings(
             name=name,
             rounds=rounds,
-            field=_field(entry.get("field"), where),
+            field=check_field(entry.get("field"), where),
             melee=melee,
             teams=teams,
             division=division,

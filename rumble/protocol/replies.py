@@ -8,6 +8,9 @@ those brackets, and counts and priorities are only ever made here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import Enum
+
 from rumble.protocol.names import priority_safe, to_key
 
 _BRACKETS = str.maketrans({"<": "|", ">": "|", "[": "|", "]": "|", "\r": " ", "\n": " "})
@@ -52,3 +55,44 @@ def duplicate(first: str, second: str, game: str, counts: tuple[int, int]) -> st
 def refused(reason: str) -> str:
     """A refusal for good: the ``OK`` makes the client drop the result instead of resending it."""
     return plain(f"OK. ERROR: {reason}") + "\n"
+
+
+class Kind(str, Enum):
+    """What became of an upload."""
+
+    ACCEPTED = "accepted"  # stored and counted
+    DUPLICATE = "duplicate"  # a repeat of a stored result: acknowledged, not counted again
+    HELD = "held"  # stored, held for review (rumble/plausibility.py), not counted yet
+    REFUSED = "refused"  # refused for good: the client drops it
+    ERROR = "error"  # the server failed (a 500): the client sends it again later
+
+
+@dataclass(frozen=True)
+class UploadOutcome:
+    """One upload's outcome, as the upload view decides it: ``render`` makes the client's answer
+    from it, and the upload statistics count it."""
+
+    kind: Kind
+    game: str = ""
+    first: str = ""
+    second: str = ""
+    counts: tuple[int, int] | None = None  # the two bots' battle counts after the upload
+    reason: str = ""  # why it was refused, held, or failed
+    priority: tuple[str, str] | None = None  # the priority battle handed out with the answer
+
+
+def render(outcome: UploadOutcome) -> str:
+    """The answer text for ``outcome`` (a server error has none: it is answered with a 500)."""
+    first, second, game, counts = outcome.first, outcome.second, outcome.game, outcome.counts
+    if outcome.kind is Kind.ACCEPTED:
+        assert counts is not None
+        return accepted(first, second, game, counts, priority_line(*outcome.priority) if outcome.priority else None)
+    if outcome.kind is Kind.HELD:
+        assert counts is not None
+        return held(first, second, game, counts, outcome.reason)
+    if outcome.kind is Kind.DUPLICATE:
+        assert counts is not None
+        return duplicate(first, second, game, counts)
+    if outcome.kind is Kind.REFUSED:
+        return refused(outcome.reason)
+    raise ValueError(f"no answer text for a {outcome.kind.value} outcome")

@@ -167,15 +167,3 @@ def rate_pair(aps: np.ndarray, active: np.ndarray, table: np.ndarray, xonstat_ba
     np.exp(exponents, out=exponents)
     finish(table, xonstat_battles, a, b, now, work, count_a, total, share_a, tau, upset_bonus)
 
-
-def warm_up() -> None:
-    """Compile the step (or load it from numba's cache) now, on a two-bot field, so that no upload
-    waits for it: compiling takes several seconds the first time, near the client's 10 s timeout."""
-    from rumble.ratings.online import Field, rate_battle
-
-    field = Field()
-    for bot in (1, 2):
-        field.set_active(bot, True)
-    field.set_pairing(1, 2, 60.0)
-    field.set_pairing(2, 1, 40.0)
-    rate_battle(field, 1, 2, 0.6, 0.0)

@@ -160,3 +160,15 @@ def rate_battle(field: Field, a: int, b: int, share_a: float, now: float, upset_
 def provisional(rd: float) -> bool:
     """True while a deviation is too high to trust the rating (shown with a "?")."""
     return rd > PROVISIONAL_RD
+
+
+def warm_up() -> None:
+    """Compile the rating step (``all_pairings``; or load it from numba's cache) now, on a two-bot
+    field, so that no upload waits for it: compiling takes several seconds the first time, near the
+    client's 10 s timeout."""
+    field = Field()
+    for bot in (1, 2):
+        field.set_active(bot, True)
+    field.set_pairing(1, 2, 60.0)
+    field.set_pairing(2, 1, 40.0)
+    rate_battle(field, 1, 2, 0.6, 0.0)

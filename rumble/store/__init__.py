@@ -68,8 +68,8 @@ def _shared_cache(path: str) -> dict:
         return _shared_caches.setdefault(key, {})
 
 
-CHECKPOINT_EVERY = 1000  # commits of one connection between its WAL checkpoints: fewer fsyncs under the lock;
-# with two workers uploading, the WAL stays under about 190 MB (bench_upload.py)
+CHECKPOINT_EVERY = 1000  # commits of one connection between its WAL checkpoints: fewer fsyncs under the lock,
+# while the WAL stays bounded (scripts/bench_upload.py reports its size)
 
 
 def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool = True, autocheckpoint: bool = True) -> Store:
@@ -88,7 +88,7 @@ def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool 
     db.epoch = conn.execute("PRAGMA user_version").fetchone()[0]
     if not memory:
         db.lock_path = path + ".lock"
-        with _file_lock(db):
+        with file_lock(db):
             conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
     if not autocheckpoint:
@@ -96,13 +96,14 @@ def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool 
     if migrate:
         from rumble.store.migrations import migrate as apply_migrations
 
-        with _file_lock(db):
+        with file_lock(db):
             apply_migrations(db)
     return db
 
 
 @contextlib.contextmanager
-def _file_lock(db: Store) -> Iterator[None]:
+def file_lock(db: Store) -> Iterator[None]:
+    """Hold the database file's advisory write lock (every writer's, across processes) for the block."""
     if db.lock_path is None:
         yield
         return
@@ -118,7 +119,7 @@ def _file_lock(db: Store) -> Iterator[None]:
 @contextlib.contextmanager
 def write(db: Store) -> Iterator[Store]:
     """One write transaction: everything inside is committed together or not at all."""
-    with _file_lock(db):
+    with file_lock(db):
         db.conn.execute("BEGIN IMMEDIATE")
         try:
             epoch = db.conn.execute("PRAGMA user_version").fetchone()[0]
@@ -143,15 +144,15 @@ def checkpoint_if_due(db: Store) -> None:
     copies nearly everything without holding anyone up, then, if writers appended meanwhile, a
     second under the write lock, which copies the few frames left while nobody appends. Only a
     checkpoint that reaches the end of the WAL lets the next write start the WAL again from its
-    beginning; one that always ran beside writers never did, and the WAL grew without end (2 GB
-    in 30 s of bench_upload.py, every read slower for it).
+    beginning; one that always runs beside writers never does, and the WAL grows without end,
+    every read slower for it.
     """
     if db.commits_since_checkpoint < CHECKPOINT_EVERY:
         return
     db.commits_since_checkpoint = 0
     try:
         db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        with _file_lock(db):
+        with file_lock(db):
             db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
     except sqlite3.OperationalError:
         pass  # another connection is checkpointing right now; the next one will catch up

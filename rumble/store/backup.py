@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from rumble.store import BUSY_TIMEOUT_MS, Store, _file_lock
+from rumble.store import BUSY_TIMEOUT_MS, Store, file_lock
 
 STEP_PAGES = 1024  # pages per backup step: 4 MiB at SQLite's default page size
 REQUIRED_TABLES = ("_sqlite_migrations", "battles")
@@ -89,7 +89,7 @@ def restore(db: Store, source: sqlite3.Connection, progress: Progress | None = N
 
     The caller applies pending migrations afterwards (a backup may predate some).
     """
-    with _file_lock(db):
+    with file_lock(db):
         epoch = db.conn.execute("PRAGMA user_version").fetchone()[0]
         source.backup(db.conn, pages=STEP_PAGES, progress=_reporter(progress))
         restored = db.conn.execute("PRAGMA user_version").fetchone()[0]

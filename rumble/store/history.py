@@ -1,4 +1,4 @@
-"""The daily snapshot of every rumble's standings (migration 0007) and the reads behind the plots.
+"""The daily snapshot of every rumble's standings (migration 0008) and the reads behind the plots.
 
 ``snapshot_day`` copies each active bot's current rank, APS, battles and ratings into
 rank_history under today's UTC date, once a day per rumble (seed 002: XonStat computes its ranks

@@ -1,4 +1,4 @@
-"""Upload outcomes and server time per day (migration 0007): the counts a worker adds, and the reads
+"""Upload outcomes and server time per day (migrations 0008 and 0011): the counts a worker adds, and the reads
 behind /RumbleStats' "uploads" tables."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from rumble.store import Store
 
 ERROR_ROWS = 200  # upload_errors keeps this many of the latest refusals and faults
-OUTCOMES = ("accepted", "duplicate", "refused", "error")
+OUTCOMES = ("accepted", "held", "duplicate", "refused", "error")  # rumble.protocol.replies.Kind
 
 
 def add_counts(db: Store, counts: dict[tuple[str, str, str], list[float]], errors: list[tuple[str, str, str]]) -> None:

@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 import threading
 
+from datetime import datetime
+
 from flask import current_app
 
 from rumble import store
+from rumble.clock import Clock
 
 _local = threading.local()
 
@@ -26,6 +29,16 @@ def get_db() -> store.Store:
         db = store.connect(path, current_app.config["RUMBLE"]["SYNCHRONOUS"], migrate=False, autocheckpoint=False)
         _local.db, _local.pid, _local.path = db, os.getpid(), path
     return db
+
+
+def clock() -> Clock:
+    """The app's clock (the ``CLOCK`` setting): every "now" a view compares or stamps."""
+    return current_app.config["RUMBLE"]["CLOCK"]
+
+
+def now() -> datetime:
+    """The app's current time (timezone-aware UTC)."""
+    return clock().now()
 
 
 def close_thread_db() -> None:

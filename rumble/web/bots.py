@@ -4,8 +4,6 @@ blueprint by ``pages.py``."""
 
 from __future__ import annotations
 
-import time
-
 from flask import Response, current_app, jsonify, render_template, request
 
 from rumble.ratings import weng_lin
@@ -13,7 +11,7 @@ from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import details
 from rumble.store import melee as melee_store
 from rumble.store import rumbles as rumble_store
-from rumble.web import get_db
+from rumble.web import get_db, now
 from rumble.web.cells import pairing_cells
 
 PAIRING_TITLES = {
@@ -85,7 +83,7 @@ def _melee(found: dict | None) -> dict | None:
     rating = found["rating"]
     result = {"mu": None, "sigma": None, "conservative": None, "melee_battles": 0, "xonstat": None, "battles": found["battles"]}
     if rating is not None:
-        sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, time.time())
+        sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, now().timestamp())
         result.update(mu=rating.mu, sigma=sigma, conservative=weng_lin.conservative(rating.mu, sigma),
                       melee_battles=rating.battles, xonstat=rating.xonstat)  # fmt: skip
     return result

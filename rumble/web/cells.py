@@ -1,10 +1,10 @@
 """The number cells of the two long tables, formatted in Python: the rankings (1,200 rows of 20-odd
 columns in the real roborumble) and a bot's pairings (1,199 rows).
 
-Jinja evaluates each ``'%.2f'|format(x) if x is not none else ''`` with several calls; over 30,000
-cells that was most of the pages' time (about 130 ms of 160). One call per row here keeps both
-pages under the 100 ms target of issue 7 (scripts/bench_pages.py). Only numbers and store times go
-in, each formatted or escaped here; names and links stay in the templates.
+Jinja evaluates each ``'%.2f'|format(x) if x is not none else ''`` with several calls, and over
+30,000 cells those calls dominate a page; one call per row here keeps it cheap
+(scripts/bench_pages.py measures it). Only numbers and store times go in, each formatted or escaped
+here; names and links stay in the templates.
 """
 
 from __future__ import annotations

@@ -8,14 +8,14 @@ answer without an ``OK`` line, as a failure to retry forever. Refusals for good 
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app, g, request
 
 from rumble import fields, ingest, overrides, plausibility, store
 from rumble.protocol import ProtocolError, replies
+from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fields
 from rumble.store import bots, tables
@@ -23,7 +23,7 @@ from rumble.store import integrity as battle_states
 from rumble.store import melee as melee_store
 from rumble.store import removals
 from rumble.store.rumbles import rumble_id
-from rumble.web import get_db
+from rumble.web import get_db, now
 from rumble.web.upload_stats import recorded
 
 bp = Blueprint("client", __name__)
@@ -42,17 +42,26 @@ def _settings() -> dict:
 @recorded  # outcome and server time for /RumbleStats
 def uploaded_results() -> Response:
     """One pair result: parse, check, store in one transaction, answer with counts and priority."""
+    db = get_db()
+    outcome = _receive(db, now())
+    g.upload_outcome = outcome  # for the upload statistics (rumble.web.upload_stats.recorded)
+    response = _text(replies.render(outcome))
+    response.call_on_close(lambda: store.checkpoint_if_due(db))  # after the answer is on its way
+    return response
+
+
+def _receive(db, moment: datetime) -> UploadOutcome:
+    """Decide one upload's outcome; a stored one is committed before this returns."""
     settings = _settings()
     limit = settings["MAX_UPLOAD_BYTES"]
     if (request.content_length or 0) > limit:
-        return _text(replies.refused(f"upload of {request.content_length} bytes is larger than {limit}"))
+        return _refused(f"upload of {request.content_length} bytes is larger than {limit}")
     body = request.stream.read(limit + 1)
     if len(body) > limit:
-        return _text(replies.refused(f"upload is larger than {limit} bytes"))
+        return _refused(f"upload is larger than {limit} bytes")
     if request.content_length is not None and len(body) < request.content_length:  # the sender stopped early
-        return _text(replies.refused(f"upload body ends after {len(body)} of its {request.content_length} bytes"))
+        return _refused(f"upload body ends after {len(body)} of its {request.content_length} bytes")
     rumbles = current_app.extensions["rumble.rumbles"]
-    db = get_db()
     stored = overrides.load(db)  # the whitelist and rumble settings maintainers set from /admin
     try:
         battle = parse_upload(body)
@@ -62,16 +71,16 @@ def uploaded_results() -> Response:
             max_skew_ms=int(settings["MAX_CLOCK_SKEW_MINUTES"] * 60_000),
         )
         rumble = stored.rumble(rumbles.get(battle.game))
-        check_upload(battle, rumble, policy, int(time.time() * 1000))
+        check_upload(battle, rumble, policy, int(moment.timestamp() * 1000))
     except ProtocolError as error:
-        return _text(replies.refused(str(error)))
+        return _refused(str(error))
     suspicion = plausibility.suspicion(battle)  # logged but held for review: rumble/plausibility.py
     if suspicion is not None:
         battle = replace(battle, state="flagged")
     fields.preload(db, rumble_id(db, battle.game))  # a worker's first upload reads the rumble outside the lock
     with store.write(db):
         # Stamped under the write lock, so receive times never go backwards along the log.
-        battle = ingest.with_receipt(battle, request.remote_addr)
+        battle = ingest.with_receipt(battle, request.remote_addr, now())
         applied = ingest.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
         pair = None
         if applied.stored and suspicion is not None:
@@ -81,18 +90,19 @@ def uploaded_results() -> Response:
         elif applied.stored and (not rumble.melee or melee_store.opens_battle(db, applied.battle_id)):
             pair = ingest.next_priority_battle(
                 db, battle.game, settings["PRIORITY_BATCH"], settings["PRIORITY_MIN_BATTLES"],
-                settings["PRIORITY_HOLD_MINUTES"], _rng,
+                settings["PRIORITY_HOLD_MINUTES"], _rng, now(),
             )  # fmt: skip
     # Only now, after COMMIT, may the client be told OK.
-    first, second = battle.first.name, battle.second.name
+    seen = dict(game=battle.game, first=battle.first.name, second=battle.second.name, counts=applied.counts)
     if not applied.stored:
-        response = _text(replies.duplicate(first, second, battle.game, applied.counts))
-    elif suspicion is not None:
-        response = _text(replies.held(first, second, battle.game, applied.counts, suspicion))
-    else:
-        response = _text(replies.accepted(first, second, battle.game, applied.counts, replies.priority_line(*pair) if pair else None))
-    response.call_on_close(lambda: store.checkpoint_if_due(db))  # after the answer is on its way
-    return response
+        return UploadOutcome(Kind.DUPLICATE, **seen)
+    if suspicion is not None:
+        return UploadOutcome(Kind.HELD, reason=suspicion, **seen)
+    return UploadOutcome(Kind.ACCEPTED, priority=pair, **seen)
+
+
+def _refused(reason: str) -> UploadOutcome:
+    return UploadOutcome(Kind.REFUSED, reason=reason)
 
 
 @bp.route("/RatingsFile", methods=["GET"])
@@ -121,20 +131,20 @@ def remove_old_participant() -> Response:
         return _text(replies.refused(str(error)))
     game, key = fields.get("game", ""), fields.get("name", "")
     db = get_db()
-    now = datetime.now(timezone.utc)
+    moment = now()
     with store.write(db):
-        answer, outcome = _remove(db, game, key, now)
+        answer, outcome = _remove(db, game, key, moment)
         # A flood is logged by its first refusal in the hour only, so it cannot grow the log without end.
-        hour_ago = store.format_time(now - timedelta(hours=1))
+        hour_ago = store.format_time(moment - timedelta(hours=1))
         if outcome != "rate limited" or not removals.count_since(db, request.remote_addr, hour_ago, "rate limited"):
-            removals.record(db, store.format_time(now), request.remote_addr, request.user_agent.string, game, key, outcome)
+            removals.record(db, store.format_time(moment), request.remote_addr, request.user_agent.string, game, key, outcome)
     return _text(answer)
 
 
-def _remove(db, game: str, key: str, now: datetime) -> tuple[str, str]:
+def _remove(db, game: str, key: str, moment: datetime) -> tuple[str, str]:
     """The answer to a RemoveOldParticipant request and its outcome for the log (in the write transaction)."""
     limit = _settings()["REMOVALS_PER_HOUR"]
-    if removals.count_since(db, request.remote_addr, store.format_time(now - timedelta(hours=1))) >= limit:
+    if removals.count_since(db, request.remote_addr, store.format_time(moment - timedelta(hours=1))) >= limit:
         return replies.refused(f"more than {limit} RemoveOldParticipant requests from your address in an hour; try again later"), "rate limited"
     if game not in current_app.extensions["rumble.rumbles"]:
         return replies.refused(f"unknown game {game!r}"), "unknown game"
@@ -143,6 +153,6 @@ def _remove(db, game: str, key: str, now: datetime) -> tuple[str, str]:
     name = next((candidate for candidate in key_candidates(key) if candidate in known), None)
     if name is None:
         return replies.refused(f"no bot {key!r} in {game}"), "unknown bot"
-    if not ingest.retire(db, rid, known[name], store.utc_now(), f"RemoveOldParticipant from {request.remote_addr}"):
+    if not ingest.retire(db, rid, known[name], store.format_time(moment), f"RemoveOldParticipant from {request.remote_addr}"):
         return replies.plain(f"OK. {name} was already retired from {game}") + "\n", "already retired"
     return replies.plain(f"OK. {name} retired from {game}") + "\n", "retired"

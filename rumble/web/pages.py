@@ -15,7 +15,7 @@ from rumble.store import batch as batch_store
 from rumble.store import melee as melee_store
 from rumble.store import rumbles as rumble_store
 from rumble.store import format_time, stats, tables, upload_stats
-from rumble.web import bots, cells, get_db, plots
+from rumble.web import bots, cells, get_db, now, plots
 
 bp = Blueprint("pages", __name__)
 STATS_DAYS = 30  # the "recent" window of /RumbleStats (LiteRumble shows 31 days)
@@ -67,7 +67,7 @@ def home():
     rows = rumble_store.rumble_rows(get_db())
     if request.args.get("api") == "1":
         return jsonify(rows)
-    return render_template("home.html", groups=group_rumbles(rows, datetime.now(timezone.utc)), kinds=KINDS)
+    return render_template("home.html", groups=group_rumbles(rows, now()), kinds=KINDS)
 
 
 def group_rumbles(rows: list[dict], now: datetime) -> dict[str, dict[str, list[dict]]]:
@@ -174,10 +174,10 @@ def _with_provisional(row: dict) -> dict:
 def _with_melee(rows: list[dict], found: dict, order: str | None) -> None:
     """Add each bot's Weng-Lin mu, sigma (grown for its inactivity up to now), mu − 3σ and rated
     melee battles, and its XonStat Elo from whole battles; sort by ``order`` if it is one of those."""
-    now = datetime.now(timezone.utc).timestamp()
+    moment = now().timestamp()
     for row in rows:
         rating = found.get(row["name"])
-        sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, now) if rating else None
+        sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, moment) if rating else None
         row.update(
             mu=rating.mu if rating else None,
             sigma=sigma,
@@ -212,7 +212,7 @@ def favicon():
 def stats_page(db, game: str | None) -> dict:
     """What /RumbleStats and /api/v1's stats show, for one rumble or (``game`` None) all of them."""
     rid = rumble_store.rumble_id(db, game) if game else None
-    since = format_time(datetime.now(timezone.utc) - timedelta(days=STATS_DAYS))
+    since = format_time(now() - timedelta(days=STATS_DAYS))
     return {
         "game": game,
         "days": STATS_DAYS,

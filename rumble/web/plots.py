@@ -18,7 +18,7 @@ from datetime import date, datetime, timedelta, timezone
 from flask import Response, request
 
 from rumble.store import details, format_time, history, read, stats, upload_stats
-from rumble.web import get_db
+from rumble.web import get_db, now
 from rumble.web.bots import _found, _rumble
 
 SVG = "image/svg+xml"
@@ -125,11 +125,11 @@ def uploads_plot() -> Response:
     game = request.args.get("game") or None
     db = get_db()
     rid = _rumble(game) if game else None
-    now = datetime.now(timezone.utc)
-    since = format_time(now - timedelta(days=STATS_DAYS))
+    moment = now()
+    since = format_time(moment - timedelta(days=STATS_DAYS))
     rows = {r["day"]: r["battles"] for r in stats.uploads_per_day(db, rid, since)}
     counted = {r["day"]: r for r in upload_stats.per_day(db, game, since[:10])}
-    days = [(now - timedelta(days=n)).date() for n in range(STATS_DAYS, -1, -1)]
+    days = [(moment - timedelta(days=n)).date() for n in range(STATS_DAYS, -1, -1)]
     import matplotlib
 
     with matplotlib.rc_context(_RC):

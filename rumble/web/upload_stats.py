@@ -1,27 +1,30 @@
 """Counting uploads: each answer's outcome and server time, kept in the worker's memory and added to
 the database (rumble.store.upload_stats) at most every FLUSH_SECONDS, after an answer has gone out.
 
-``recorded`` wraps the upload view: it reads the outcome from the answer the view made (the
-protocol's own words, rumble.protocol.replies), so the upload path itself is unchanged.
+``recorded`` wraps the upload view: it counts the outcome the view decided
+(``rumble.protocol.replies.UploadOutcome``, left on ``flask.g``), or a server error when the view
+raised, and sends it with the ``upload_decided`` signal (the app is the sender) to whoever listens.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import re
 import threading
 import time
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import datetime
+
+from blinker import Namespace
 
 from rumble import store
+from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.store import upload_stats
 
 log = logging.getLogger(__name__)
 FLUSH_SECONDS = 30.0
 MAX_ERRORS = 50  # reasons kept in memory between flushes
-_GAME = re.compile(r"(?:received for ([^\s,]+)|for ([^\s,]+) was already received)")
+upload_decided = Namespace().signal("upload-decided")  # sent with outcome=UploadOutcome after each upload
 
 
 class Counts:
@@ -33,15 +36,15 @@ class Counts:
         self.errors: list[tuple[str, str, str]] = []
         self.last_flush = time.monotonic()
 
-    def record(self, kind: str, game: str, reason: str, elapsed_ms: float) -> None:
+    def record(self, outcome: UploadOutcome, elapsed_ms: float, now: datetime) -> None:
         """Count one upload in memory."""
-        now = datetime.now(timezone.utc)
+        kind, game, reason = outcome.kind.value, outcome.game, outcome.reason
         with self.lock:
             entry = self.counts[(now.strftime("%Y-%m-%d"), game, kind)]
             entry[0] += 1
             entry[1] += elapsed_ms
             entry[2] = max(entry[2], elapsed_ms)
-            if reason and len(self.errors) < MAX_ERRORS:
+            if outcome.kind in (Kind.REFUSED, Kind.ERROR) and len(self.errors) < MAX_ERRORS:
                 self.errors.append((store.format_time(now), kind, reason[:300]))
 
     def flush(self, db: store.Store, force: bool = False) -> bool:
@@ -65,15 +68,6 @@ def counts_for(path: str) -> Counts:
     return _by_database[str(path)]
 
 
-def outcome(text: str) -> tuple[str, str, str]:
-    """(outcome, game, reason) of an upload answer: refused answers carry ``OK. ERROR: reason``."""
-    if "OK. ERROR: " in text:
-        return "refused", "", text.split("OK. ERROR: ", 1)[1].strip()
-    match = _GAME.search(text)
-    game = (match.group(1) or match.group(2)) if match else ""
-    return ("duplicate" if "already received" in text else "accepted"), game, ""
-
-
 def _flush_quietly(counts: Counts, db: store.Store) -> None:
     """Flush after the answer: a failure (the database busy past its timeout) loses these counts, never an upload."""
     try:
@@ -89,7 +83,9 @@ def recorded(view):
     def wrapper(*args, **kwargs):
         from flask import current_app
 
-        from rumble.web import get_db
+        from flask import g
+
+        from rumble.web import get_db, now
 
         counts = counts_for(current_app.config["RUMBLE"]["DB"])
         started = time.perf_counter()
@@ -98,10 +94,12 @@ def recorded(view):
         except Exception as error:
             # The exception's class only: its message may hold paths or data not for a public page
             # (the server's log has the whole traceback).
-            counts.record("error", "", f"server error ({type(error).__name__})", (time.perf_counter() - started) * 1000)
+            failed = UploadOutcome(Kind.ERROR, reason=f"server error ({type(error).__name__})")
+            counts.record(failed, (time.perf_counter() - started) * 1000, now())
+            upload_decided.send(current_app._get_current_object(), outcome=failed)
             raise
-        kind, game, reason = outcome(response.get_data(as_text=True))
-        counts.record(kind, game, reason, (time.perf_counter() - started) * 1000)
+        counts.record(g.upload_outcome, (time.perf_counter() - started) * 1000, now())
+        upload_decided.send(current_app._get_current_object(), outcome=g.upload_outcome)
         db = get_db()
         response.call_on_close(lambda: _flush_quietly(counts, db))
         return response

@@ -40,10 +40,11 @@ def upload(url: str, battle: Battle, newline: str = "\n") -> list[str]:
     assert status == 200, text
     assert content_type.startswith("text/plain"), content_type
     lines = text.splitlines()
-    ok = [line for line in lines if "OK" in line]
-    assert len(ok) == 1 and "ERROR" not in ok[0], text
-    for line in lines:  # every other line must be one the client can read (protocol.md 7.3)
-        assert "OK" in line or COUNTS.fullmatch(line) or PRIORITY.fullmatch(line), text
+    pair = f"{battle.first.name} vs {battle.second.name}"
+    # Stored, or a repeat of a stored result: never a refusal (which would read "OK. ERROR: ...").
+    assert lines[-1] in (f"OK. {pair} received for {battle.game}", f"OK. {pair} for {battle.game} was already received; not counted again"), text
+    for line in lines[:-1]:  # every other line must be one the client can read (protocol.md 7.3)
+        assert COUNTS.fullmatch(line) or PRIORITY.fullmatch(line), text
     return lines
 
 
@@ -104,7 +105,7 @@ def test_concurrent_uploads_land_exactly_once(live_server):
     with ThreadPoolExecutor(max_workers=8) as pool:
         answers = list(pool.map(lambda battle: (battle, upload(live_server.url, battle)), sends))
     for battle in battles:
-        oks = [next(line for line in lines if "OK" in line) for sent, lines in answers if sent is battle]
+        oks = [lines[-1] for sent, lines in answers if sent is battle]
         assert sorted("already received" in ok for ok in oks) == [False, True], oks
     logged = [(row["first"], row["second"], row["first_score"], row["second_score"]) for row in live_server.log_rows()]
     assert sorted(logged) == sorted((b.first.name, b.second.name, b.first.score, b.second.score) for b in battles)

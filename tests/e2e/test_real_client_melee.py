@@ -87,7 +87,7 @@ def test_real_client_melee_battles_are_reassembled_and_rated_once(live_server: L
     skipped = assert_client_saw_no_error(run, battles=2)
     codesizes, fought, upload_lines = parse_melee_log(run.log())
     assert len(fought) == 2 - skipped and fought
-    assert all("OK" in line and "ERROR" not in line for line in upload_lines), upload_lines
+    assert all(re.fullmatch(r"OK\. (.+) vs (.+) received for (\S+)", line) for line in upload_lines), upload_lines
 
     # Every pair the client reported uploading is in the log, in its order, and nothing else.
     rows = live_server.log_rows()

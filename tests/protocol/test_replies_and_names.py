@@ -73,3 +73,19 @@ def test_split_name():
 @pytest.mark.parametrize("name", ["sample.Walls 0.9b", "jk.mega.DrussGT 3.1.7", "a.bc 1", "x.Y 1.0-beta_2"])
 def test_valid_names(name):
     assert names.check_name(name, "fname") == name
+
+
+def test_each_upload_outcome_renders_as_the_answer_the_client_reads():
+    """The upload view decides an outcome; ``render`` writes it in the protocol's words (7.3)."""
+    a, b = "sample.Corners 1.0", "sample.RamFire 1.0"
+    Kind, Outcome = replies.Kind, replies.UploadOutcome
+    accepted = Outcome(Kind.ACCEPTED, "roborumble", a, b, (12, 7), priority=("a.B 1.0", "c.D 2"))
+    assert replies.render(accepted) == "[a.B_1.0,c.D_2]\n<12 7>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble\n"
+    assert replies.render(Outcome(Kind.ACCEPTED, "roborumble", a, b, (1, 1))) == "<1 1>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble\n"
+    held = Outcome(Kind.HELD, "roborumble", a, b, (1, 1), reason="bullet damage above the score")
+    assert replies.render(held) == "<1 1>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble, held for review: bullet damage above the score\n"
+    duplicate = Outcome(Kind.DUPLICATE, "minirumble", a, b, (3, 4))
+    assert replies.render(duplicate) == "<3 4>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 for minirumble was already received; not counted again\n"
+    assert replies.render(Outcome(Kind.REFUSED, reason="unknown game 'x'")) == "OK. ERROR: unknown game 'x'\n"
+    with pytest.raises(ValueError):
+        replies.render(Outcome(Kind.ERROR, reason="server error (OSError)"))

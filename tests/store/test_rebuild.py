@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import csv
 import random
-import time
 from collections import defaultdict
 
 import pytest
-from conftest import battle
+from conftest import battle, now_ms
 
 from rumble import store
 from rumble.app import create_app
@@ -27,7 +26,7 @@ BOTS = [f"pkg{i % 3}.Bot{i} 1.{i}" for i in range(12)]
 def _random_session(client, upload, rng: random.Random, uploads: int = 300) -> list:
     """Uploads in random order across bots and games, with repeats, retirements and revivals."""
     sent = []
-    now = int(time.time() * 1000)
+    now = now_ms()
     for n in range(uploads):
         a, b = rng.sample(BOTS, 2)
         total = rng.randint(0, 8000)

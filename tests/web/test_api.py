@@ -11,11 +11,11 @@ import csv
 import io
 import json
 import sqlite3
-import time
 
 import pytest
-from conftest import battle
+from conftest import battle, now_ms
 
+from rumble.protocol.replies import Kind
 from rumble import store
 
 A, B, C, D = "alpha.Alpha 1.0", "beta.Beta 1.0", "gamma.Gamma 1.0", "delta.Delta 1.0"
@@ -29,9 +29,9 @@ APS = {A: 60.0, B: (45 + 50 + 65) / 3, C: (30 + 50 + 20) / 3, D: (45 + 35 + 80) 
 
 @pytest.fixture
 def rumble(upload):
-    now = int(time.time() * 1000)
+    now = now_ms()
     for i, (first, second, s1, s2) in enumerate(RESULTS):
-        assert "received" in upload(battle(first, second, scores=(s1, s2), time_ms=now - 1000 * i, uploader="Jane, \"JD\" Doe"))
+        assert upload(battle(first, second, scores=(s1, s2), time_ms=now - 1000 * i, uploader="Jane, \"JD\" Doe")).kind is Kind.ACCEPTED
 
 
 def _json(client, path, status=200, **args):

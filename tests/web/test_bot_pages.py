@@ -10,11 +10,11 @@ import json
 import math
 import sqlite3
 import statistics
-import time
 
 import pytest
-from conftest import battle
+from conftest import battle, now_ms
 
+from rumble.protocol.replies import Kind
 from rumble import jobs, store
 
 A, B, C, D, E = "alpha.Alpha 1.0", "beta.Beta 1.0", "gamma.Gamma 1.0", "delta.Delta 1.0", "eps.Eps 1.0"
@@ -31,9 +31,9 @@ T_975 = {2: 4.302652729749462, 3: 3.182446305284263}  # Student t(0.975, df), fr
 @pytest.fixture
 def rumble(upload):
     """The small rumble: five bots, nine battles, each uploaded once."""
-    now = int(time.time() * 1000)
+    now = now_ms()
     for i, (first, second, s1, s2, f1, f2) in enumerate(RESULTS):
-        assert "received" in upload(battle(first, second, scores=(s1, s2), firsts=(f1, f2), time_ms=now - 1000 * i))
+        assert upload(battle(first, second, scores=(s1, s2), firsts=(f1, f2), time_ms=now - 1000 * i)).kind is Kind.ACCEPTED
     return RESULTS
 
 
@@ -177,9 +177,9 @@ def test_compare_gives_the_paired_t_interval_over_common_opponents(rumble, clien
     assert data["head_to_head"]["aps"] == pytest.approx(_aps(A, B))
 
 
-def test_compare_names_the_better_bot_when_the_interval_excludes_zero(upload, client):
+def test_compare_names_the_better_bot_when_the_interval_excludes_zero(upload, client, clock):
     """X beats every opponent by 10 to 12 points more than Y: the interval is far from 0."""
-    now = int(time.time() * 1000)
+    now = clock.now_ms()
     opponents = ["o.One 1", "o.Two 1", "o.Three 1", "o.Four 1"]
     for i, (opp, extra) in enumerate(zip(opponents, (10, 11, 12, 11))):
         upload(battle("x.X 1", opp, scores=(60 + extra, 40 - extra), firsts=(20, 15), time_ms=now - 10 * i))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-import time
+from datetime import datetime, timezone
 
 import pytest
-from conftest import battle
+from conftest import battle, post_upload
 
+from rumble.protocol import replies
+from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.upload import format_upload
 
 
@@ -24,66 +26,80 @@ def _state(app) -> tuple:
         )
 
 
-def test_upload_is_stored_and_answered_with_counts_and_ok(app, upload):
-    answer = upload(battle())
+def test_upload_is_stored_and_answered_with_counts_and_ok(app, client):
+    outcome, answer = post_upload(client, battle())
+    assert outcome == UploadOutcome(Kind.ACCEPTED, "roborumble", "sample.Corners 1.0", "sample.RamFire 1.0", (1, 1), priority=outcome.priority)
     lines = answer.splitlines()
-    assert "<1 1>" in lines
-    assert lines[-1] == "OK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble"
+    assert lines[-2:] == ["<1 1>", "OK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble"]
     with _db(app) as conn:
         row = conn.execute("SELECT uploader, client, first_score, second_score, first_firsts, remote_addr, state FROM battles").fetchone()
     assert row == ("Jane Doe", "1.9.3.9", 6598, 4883, 32, "127.0.0.1", "ok")
 
 
-def test_a_repeat_is_acknowledged_and_not_counted_twice(app, upload):
+def test_a_repeat_is_acknowledged_and_not_counted_twice(app, client, upload):
     """A retry carries the same game, user, time, bots and scores (protocol.md 7.4)."""
     result = battle()
-    upload(result)
+    assert upload(result).kind is Kind.ACCEPTED
     before = _state(app)
-    answer = upload(result)
-    assert "already received" in answer and "OK." in answer and "<1 1>" in answer
+    outcome, answer = post_upload(client, result)
+    assert outcome == UploadOutcome(Kind.DUPLICATE, "roborumble", "sample.Corners 1.0", "sample.RamFire 1.0", (1, 1))
+    assert answer == "<1 1>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 for roborumble was already received; not counted again\n"
     assert _state(app) == before
 
 
 def test_the_same_result_for_each_division_is_stored_once_per_game(app, upload):
     result = battle()
     for game in ("roborumble", "minirumble", "microrumble"):
-        assert "received for " + game in upload(battle(game=game, time_ms=result.time_ms))
+        outcome = upload(battle(game=game, time_ms=result.time_ms))
+        assert (outcome.kind, outcome.game) == (Kind.ACCEPTED, game)
     with _db(app) as conn:
         assert conn.execute("SELECT count(*) FROM battles").fetchone()[0] == 3
 
 
-def test_counts_grow_with_each_battle(upload):
-    now = int(time.time() * 1000)
-    upload(battle(time_ms=now))
-    assert "<2 2>" in upload(battle(time_ms=now + 1)).splitlines()
+def test_counts_grow_with_each_battle(client, clock):
+    now = clock.now_ms()
+    assert post_upload(client, battle(time_ms=now))[0].counts == (1, 1)
+    outcome, answer = post_upload(client, battle(time_ms=now + 1))
+    assert outcome.counts == (2, 2) and "<2 2>" in answer.splitlines()
 
 
-REFUSALS = [
-    (b"game=roborumble&version=1\n", "missing fields"),
-    (format_upload(battle(scores=(-1, 5))), "fscore must be a non-negative whole number"),
-    (format_upload(battle()).replace(b"fscore=6598", b"fscore=6x98"), "fscore must be a non-negative whole number"),
-    (format_upload(battle()).replace(b"fscore=6598", b"fscore=99999999999999999999"), "fscore is too large"),
-    (format_upload(battle(first="Corners")), "fname must be 'package.Class version'"),
-    (format_upload(battle(first="p." + "x" * 80 + " 1")), "longer than 70"),
-    (format_upload(battle(second="sample.Corners 1.0")), "cannot battle itself"),
-    (format_upload(battle(rounds=10, firsts=(5, 5))), "rounds must be 35"),
-    (format_upload(battle(field="1000x1000")), "field must be 800x600"),
-    (format_upload(battle(melee=True)), "melee must be NOT"),
-    (format_upload(battle(client="1.10.3")), "CLIENT NOT SUPPORTED"),
-    (format_upload(battle(game="nosuchrumble")), "unknown game"),
-    (format_upload(battle(time_ms=int(time.time() * 1000) - 25 * 3_600_000)), "more than 24 hours old"),
-    (b"\xff\xfe" * 50, "malformed field"),
+REFUSALS = [  # (the body, made from the test's clock; a part of the reason)
+    (lambda clock: b"game=roborumble&version=1\n", "missing fields"),
+    (lambda clock: format_upload(battle(scores=(-1, 5))), "fscore must be a non-negative whole number"),
+    (lambda clock: format_upload(battle()).replace(b"fscore=6598", b"fscore=6x98"), "fscore must be a non-negative whole number"),
+    (lambda clock: format_upload(battle()).replace(b"fscore=6598", b"fscore=99999999999999999999"), "fscore is too large"),
+    (lambda clock: format_upload(battle(first="Corners")), "fname must be 'package.Class version'"),
+    (lambda clock: format_upload(battle(first="p." + "x" * 80 + " 1")), "longer than 70"),
+    (lambda clock: format_upload(battle(second="sample.Corners 1.0")), "cannot battle itself"),
+    (lambda clock: format_upload(battle(rounds=10, firsts=(5, 5))), "rounds must be 35"),
+    (lambda clock: format_upload(battle(field="1000x1000")), "field must be 800x600"),
+    (lambda clock: format_upload(battle(melee=True)), "melee must be NOT"),
+    (lambda clock: format_upload(battle(client="1.10.3")), "CLIENT NOT SUPPORTED"),
+    (lambda clock: format_upload(battle(game="nosuchrumble")), "unknown game"),
+    (lambda clock: format_upload(battle(time_ms=clock.now_ms() - 25 * 3_600_000)), "more than 24 hours old"),
+    (lambda clock: format_upload(battle(time_ms=clock.now_ms() + 61 * 60_000)), "battle time lies in the future"),
+    (lambda clock: b"\xff\xfe" * 50, "malformed field"),
 ]
 
 
 @pytest.mark.parametrize("body, reason", REFUSALS)
-def test_bad_upload_gets_an_ok_error_line_and_changes_nothing(app, upload, body, reason):
-    upload(battle(first="sample.Walls 0.9b"))  # accepted data that must stay undisturbed
+def test_bad_upload_gets_an_ok_error_line_and_changes_nothing(app, client, upload, clock, body, reason):
+    assert upload(battle(first="sample.Walls 0.9b")).kind is Kind.ACCEPTED  # accepted data that must stay undisturbed
     before = _state(app)
-    answer = upload(body)
-    assert answer.startswith("OK. ERROR: ") and reason in answer, answer
-    assert answer.count("\n") == 1
+    outcome, answer = post_upload(client, body(clock))
+    assert outcome.kind is Kind.REFUSED and reason in outcome.reason, outcome
+    assert answer == replies.refused(outcome.reason) and answer.startswith("OK. ERROR: ") and answer.count("\n") == 1
     assert _state(app) == before
+
+
+def test_the_age_limit_follows_the_app_clock(app, client, clock):
+    """A battle fought 23 hours ago is accepted; once the app's clock has moved 2 hours on, the same
+    battle (now 25 hours old) is refused: the policy reads the app's clock, not the machine's."""
+    old = battle(time_ms=clock.now_ms() - 23 * 3_600_000)
+    assert post_upload(client, old)[0].kind is Kind.ACCEPTED
+    clock.advance(hours=2)
+    again = battle(first="sample.Walls 0.9b", time_ms=old.time_ms)
+    assert post_upload(client, again)[0] == UploadOutcome(Kind.REFUSED, reason="your uploaded data is more than 24 hours old")
 
 
 def test_oversized_body_is_refused_without_reading_it(app, client):
@@ -98,8 +114,8 @@ def test_wrong_method_on_upload_is_405(client, method):
     assert getattr(client, method)("/UploadedResults").status_code == 405
 
 
-def test_ratings_file_has_the_clients_three_fields(client, upload):
-    upload(battle())
+def test_ratings_file_has_the_clients_three_fields(client, upload, clock):
+    assert upload(battle()).kind is Kind.ACCEPTED
     lines = client.get("/RatingsFile?version=1&game=roborumble").get_data(as_text=True).splitlines()
     assert len(lines) == 2
     key, value = lines[0].split("=")
@@ -107,7 +123,8 @@ def test_ratings_file_has_the_clients_three_fields(client, upload):
     assert key == "sample.Corners_1.0"
     assert float(aps) == 100 * 6598 / (6598 + 4883)
     assert float(battles) == 1
-    assert time.strptime(when, "%Y-%m-%d %H:%M:%S")
+    received = datetime.strptime(when, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+    assert abs((clock.now() - received).total_seconds()) < 60  # stamped by the app's clock
 
 
 @pytest.mark.parametrize("game", ["nosuchrumble", "", "<html>"])
@@ -121,8 +138,8 @@ def _remove(client, key: str, game: str = "roborumble") -> str:
     return client.post("/RemoveOldParticipant", data=body).get_data(as_text=True)
 
 
-def test_remove_old_participant_retires_and_an_upload_revives(app, client, upload):
-    now = int(time.time() * 1000)
+def test_remove_old_participant_retires_and_an_upload_revives(app, client, upload, clock):
+    now = clock.now_ms()
     upload(battle(time_ms=now))
     upload(battle(first="sample.Walls 0.9b", second="sample.Corners 1.0", scores=(7000, 3000), time_ms=now + 1))
     assert _remove(client, "sample.RamFire_1.0") == "OK. sample.RamFire 1.0 retired from roborumble\n"
@@ -174,10 +191,10 @@ def test_rankings_page_renders_a_sortable_table(client, upload):
     assert "roborumble" in client.get("/").get_data(as_text=True)
 
 
-def test_rankings_mark_statistical_ties_and_show_the_banner(client, upload):
+def test_rankings_mark_statistical_ties_and_show_the_banner(client, upload, clock):
     """Three bots, one battle per pairing: no pairing has two battles, so no bot has an interval
     yet and each could rank anywhere from 1 to 3; two of three pairings are played → incomplete."""
-    now = int(time.time() * 1000)
+    now = clock.now_ms()
     upload(battle("a.A 1", "b.B 1", (6000, 4000), time_ms=now))
     upload(battle("a.A 1", "c.C 1", (7000, 3000), time_ms=now + 1))
     rows = client.get("/Rankings?game=roborumble&api=1").json
@@ -191,8 +208,8 @@ def test_rankings_mark_statistical_ties_and_show_the_banner(client, upload):
     assert "Ratings unstable" in client.get("/Rankings?game=roborumble").get_data(as_text=True)
 
 
-def test_rankings_paginate_in_rank_order(client, upload):
-    now = int(time.time() * 1000)
+def test_rankings_paginate_in_rank_order(client, upload, clock):
+    now = clock.now_ms()
     for n, (a, b, s) in enumerate([("a.A 1", "b.B 1", 9000), ("a.A 1", "c.C 1", 8000), ("b.B 1", "c.C 1", 7000)]):
         upload(battle(a, b, (s, 10000 - s), time_ms=now + n))
     everyone = [r["name"] for r in client.get("/Rankings?game=roborumble&api=1").json]

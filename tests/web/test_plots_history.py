@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import time
 
-from conftest import battle
+from conftest import battle, now_ms
 
+from rumble.protocol.replies import Kind
 from rumble import store
 from rumble.jobs import take_daily_snapshot
 from rumble.store.history import snapshot_day, today
@@ -15,10 +15,10 @@ OLD, NEW, B, C = "alpha.Alpha 1.0", "alpha.Alpha 1.1", "beta.Beta 1.0", "gamma.G
 
 
 def _upload_all(upload) -> None:
-    now = int(time.time() * 1000)
+    now = now_ms()
     results = [(OLD, B, 6000, 4000), (OLD, C, 7000, 3000), (NEW, B, 8000, 2000), (NEW, C, 4500, 5500), (B, C, 5000, 5000)]
     for i, (first, second, s1, s2) in enumerate(results):
-        assert "received" in upload(battle(first, second, scores=(s1, s2), time_ms=now - 1000 * i))
+        assert upload(battle(first, second, scores=(s1, s2), time_ms=now - 1000 * i)).kind is Kind.ACCEPTED
 
 
 def test_the_daily_snapshot_records_each_active_bots_rank_once_a_day(app, client, upload):

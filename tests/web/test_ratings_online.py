@@ -24,7 +24,7 @@ def _elo(client) -> dict[str, float]:
     return {row["name"]: row["elo"] for row in client.get("/Rankings?game=roborumble&api=1").json}
 
 
-def test_roborumble_elo_of_three_bots_over_four_uploads(client, upload):
+def test_roborumble_elo_of_three_bots_over_four_uploads(client, upload, clock):
     """Independent computation, seed 004 with peers.md section 7's signs: start 1600;
     E(A,B) = 1/(1 + 20^((rB − rA)/800)); after an upload each of its two bots moves by
     Σ_j 3·(Pair(X,j) − E(X,j)) over its pairings *after* the upload, from the ratings before it.
@@ -41,7 +41,7 @@ def test_roborumble_elo_of_three_bots_over_four_uploads(client, upload):
                ("a.A 1", "b.B 1", 3000, 7000)]  # fmt: skip
     rating = {}
     pct: dict[tuple[str, str], list[float]] = {}
-    now = int(time.time() * 1000)
+    now = clock.now_ms()
 
     def expected(ra: float, rb: float) -> float:
         return 1.0 / (1.0 + 20.0 ** ((rb - ra) / 800.0))
@@ -64,9 +64,9 @@ def test_roborumble_elo_of_three_bots_over_four_uploads(client, upload):
                            "c.C 1": pytest.approx(1599.3991573, abs=1e-6)}  # fmt: skip
 
 
-def test_a_retired_opponent_no_longer_counts(client, upload):
+def test_a_retired_opponent_no_longer_counts(client, upload, clock):
     """After C retires, an upload of A against B moves A by its pairing with B alone."""
-    now = int(time.time() * 1000)
+    now = clock.now_ms()
     upload(battle("a.A 1", "b.B 1", (6000, 4000), time_ms=now))
     upload(battle("a.A 1", "c.C 1", (9000, 1000), time_ms=now + 1))
     client.post("/RemoveOldParticipant", data=b"version=1&game=roborumble&name=c.C_1&dummy=NA\n")
@@ -88,7 +88,7 @@ def test_ratings_columns_and_provisional_mark(client, upload):
     assert "±" in html and "?" in html
 
 
-def test_two_workers_and_a_rebuild_agree_bit_for_bit(tmp_path, monkeypatch):
+def test_two_workers_and_a_rebuild_agree_bit_for_bit(tmp_path, monkeypatch, clock):
     """Uploads and a retirement alternate between two workers, each with its own connection and its
     own in-memory copy of the rumble (as two gunicorn workers): each copy must follow the other's
     writes exactly, a retirement included, without reloading the whole rumble."""
@@ -110,7 +110,7 @@ def test_two_workers_and_a_rebuild_agree_bit_for_bit(tmp_path, monkeypatch):
 
     rng = random.Random(4)
     bots = [f"p.B{i} 1" for i in range(7)]
-    now = int(time.time() * 1000)
+    now = clock.now_ms()
     for n in range(120):
         a, b = rng.sample(bots, 2)
         s = rng.randint(0, 6000)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import time
-
 from conftest import battle
 
+from rumble.protocol.replies import Kind
 
-def test_contributors_and_days_count_the_log(client, upload):
+
+def test_contributors_and_days_count_the_log(client, upload, clock):
     """Jane uploads two battles to roborumble and one to minirumble, Zoë one: in all rumbles Jane
     has 3 (all in the last 30 days), Zoë 1; today holds all 4; roborumble alone: Jane 2, Zoë 1."""
-    now = int(time.time() * 1000)
+    now = clock.now_ms()
     upload(battle("a.A 1", "b.B 1", time_ms=now))
     upload(battle("a.A 1", "c.C 1", time_ms=now + 1))
     upload(battle("a.A 1", "c.C 1", time_ms=now + 1, game="minirumble"))
@@ -25,8 +25,8 @@ def test_contributors_and_days_count_the_log(client, upload):
     assert "Zoë &lt;b&gt;" in html and "Every active bot has met every other." in html
 
 
-def test_bots_lacking_pairings_are_listed(client, upload):
-    now = int(time.time() * 1000)
+def test_bots_lacking_pairings_are_listed(client, upload, clock):
+    now = clock.now_ms()
     upload(battle("a.A 1", "b.B 1", time_ms=now))
     upload(battle("c.C 1", "d.D 1", time_ms=now + 1))
     lacking = client.get("/RumbleStats?game=roborumble&api=1").json["lacking_pairings"]
@@ -43,17 +43,17 @@ def test_upload_outcomes_and_server_time_are_counted_per_day(app, client, upload
     from rumble.web.upload_stats import counts_for
 
     first = battle("alpha.Alpha 1.0", "beta.Beta 1.0")
-    assert "received" in upload(first)
-    assert "already received" in upload(first)
-    assert "received" in upload(battle("alpha.Alpha 1.0", "gamma.Gamma 1.0"))
-    assert "ERROR" in upload(b"game=roborumble&version=1")
+    assert upload(first).kind is Kind.ACCEPTED
+    assert upload(first).kind is Kind.DUPLICATE
+    assert upload(battle("alpha.Alpha 1.0", "gamma.Gamma 1.0")).kind is Kind.ACCEPTED
+    assert upload(b"game=roborumble&version=1").kind is Kind.REFUSED
     db = store.connect(app.config["RUMBLE"]["DB"])
     try:
         assert counts_for(app.config["RUMBLE"]["DB"]).flush(db, force=True)
     finally:
         db.close()
     (day,) = client.get("/RumbleStats?api=1").json["uploads"]
-    assert (day["accepted"], day["duplicate"], day["refused"], day["error"]) == (2, 1, 1, 0)
+    assert (day["accepted"], day["held"], day["duplicate"], day["refused"], day["error"]) == (2, 0, 1, 1, 0)
     assert 0 < day["mean_ms"] <= day["max_ms"] < 10_000
     (error,) = client.get("/RumbleStats?api=1").json["upload_errors"]
     assert error["outcome"] == "refused" and error["reason"]
@@ -63,16 +63,22 @@ def test_upload_outcomes_and_server_time_are_counted_per_day(app, client, upload
     assert "Uploads and server time per day" in page and error["reason"] in page
 
 
-def test_an_answers_outcome_is_read_from_the_protocols_own_words():
-    from rumble.protocol import replies
-    from rumble.web.upload_stats import outcome
+def test_each_outcome_is_counted_under_its_kind_and_game(app, upload, db):
+    """The counts come from the outcome the upload view decided, not from its answer's words: a
+    battle held for review is counted as held, under its game; a refusal under no game."""
+    from rumble.store import upload_stats as stored
+    from rumble.web.upload_stats import counts_for
 
-    a, b = "alpha.Alpha 1.0", "beta.Beta 1.0"
-    assert outcome(replies.accepted(a, b, "minirumble", (3, 4), "[alpha.Alpha_1.0,beta.Beta_1.0]")) == ("accepted", "minirumble", "")
-    assert outcome(replies.duplicate(a, b, "roborumble", (3, 4))) == ("duplicate", "roborumble", "")
-    assert outcome(replies.refused("unknown game 'x'")) == ("refused", "", "unknown game 'x'")
-    # a battle held for review is stored: counted as accepted, under its game without the comma after it
-    assert outcome(replies.held(a, b, "roborumble", (3, 4), "bullet damage above the score")) == ("accepted", "roborumble", "")
+    assert upload(battle("alpha.Alpha 1.0", "beta.Beta 1.0", game="minirumble")).kind is Kind.ACCEPTED
+    suspicious = battle("alpha.Alpha 1.0", "beta.Beta 1.0", scores=(3000, 2000), firsts=(5, 5))  # 10 firsts in 35 rounds
+    held = upload(suspicious)
+    assert (held.kind, held.game) == (Kind.HELD, "roborumble") and held.reason
+    assert upload(b"game=roborumble&version=1").kind is Kind.REFUSED
+    assert counts_for(app.config["RUMBLE"]["DB"]).flush(db, force=True)
+    per_game = {game: stored.per_day(db, game, "0000-00-00") for game in ("minirumble", "roborumble")}
+    assert [(d["accepted"], d["held"], d["refused"]) for d in per_game["minirumble"]] == [(1, 0, 0)]
+    assert [(d["accepted"], d["held"], d["refused"]) for d in per_game["roborumble"]] == [(0, 1, 0)]
+    assert [(d["accepted"], d["held"], d["refused"]) for d in stored.per_day(db, None, "0000-00-00")] == [(1, 1, 1)]
 
 
 def test_the_uploads_chart_adds_refusals_and_server_time_once_counted(app, client, upload):
@@ -80,8 +86,8 @@ def test_the_uploads_chart_adds_refusals_and_server_time_once_counted(app, clien
     from rumble.web.upload_stats import counts_for
 
     assert "server time per upload" not in client.get("/RumbleStats/uploads.svg").get_data(as_text=True)
-    upload(battle("alpha.Alpha 1.0", "beta.Beta 1.0"))
-    upload(b"game=roborumble&version=1")
+    assert upload(battle("alpha.Alpha 1.0", "beta.Beta 1.0")).kind is Kind.ACCEPTED
+    assert upload(b"game=roborumble&version=1").kind is Kind.REFUSED
     db = store.connect(app.config["RUMBLE"]["DB"])
     try:
         counts_for(app.config["RUMBLE"]["DB"]).flush(db, force=True)
@@ -104,7 +110,7 @@ def _counts(db) -> list[tuple]:
     return db.execute("SELECT rumble_id, uploader, day, battles, last_upload FROM upload_counts ORDER BY 1, 2, 3").fetchall()
 
 
-def test_upload_counts_follow_the_log_and_are_filled_in_for_an_existing_log(app, upload, tmp_path):
+def test_upload_counts_follow_the_log_and_are_filled_in_for_an_existing_log(app, upload, tmp_path, clock):
     """The counts /RumbleStats reads equal a count of the log after uploads, a repeat (not logged)
     and a refusal; and migration 0010 fills them in for a database that already had a log."""
     import shutil
@@ -112,12 +118,12 @@ def test_upload_counts_follow_the_log_and_are_filled_in_for_an_existing_log(app,
     from rumble import store
     from rumble.store.migrations import migrate, migration_files
 
-    now = int(time.time() * 1000)
+    now = clock.now_ms()
     first = battle("a.A 1", "b.B 1", time_ms=now)
     for result in (first, first, battle("a.A 1", "c.C 1", time_ms=now + 1, uploader="Zoë"),
                    battle("a.A 1", "c.C 1", time_ms=now + 2, game="minirumble")):  # fmt: skip
         upload(result)
-    assert "ERROR" in upload(b"game=roborumble&version=1")
+    assert upload(b"game=roborumble&version=1").kind is Kind.REFUSED
     db = store.connect(app.config["RUMBLE"]["DB"])
     assert _counts(db) == _log_counts(db) and sum(row[3] for row in _counts(db)) == 3
     db.close()
