@@ -35,7 +35,22 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(api.bp)
     admin.init_app(app)
     app.register_blueprint(admin.bp)
+    wrap_wsgi(app, values)
     return app
+
+
+def wrap_wsgi(app: Flask, values: dict[str, Any]) -> None:
+    """The middlewares around the app: client addresses from trusted proxies, then capacity per request class."""
+    from werkzeug.middleware.proxy_fix import ProxyFix
+
+    from rumble.web.capacity import Capacity
+
+    proxies = values["TRUSTED_PROXIES"]
+    if proxies < 0:
+        raise ValueError(f"TRUSTED_PROXIES must be 0 or more, not {proxies}")
+    if proxies:  # the address the nearest `proxies` proxies saw, not the proxy's own
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies)  # type: ignore[method-assign]
+    app.wsgi_app = Capacity(app.wsgi_app, values["PAGE_REQUESTS"], values["EXPORT_REQUESTS"])  # type: ignore[method-assign]
 
 
 def prepare_database(values: dict[str, Any], rumbles: dict) -> None:

@@ -7,6 +7,7 @@ import csv
 import json
 import logging
 import os
+import resource
 import sys
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from rumble import store
 from rumble.cli_admin import register as register_admin_commands
 from rumble.cli_support import db_option, open_database, settings_for
 from rumble.protocol.games import load_rumbles
+
+KEEPALIVE_SECONDS = 5  # a kept-alive connection waits this long for its next request, in the poller (no thread)
 
 
 @click.group()
@@ -54,14 +57,27 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     from rumble.ratings.online import warm_up
 
     warm_up()  # compiled (or read from numba's cache) once here, before the workers fork
-    click.echo(f"rumble: serving http://{host}:{port}/ with {workers} workers (Ctrl-C stops)")
+    threads = values["THREADS"]
+    if threads < 1:
+        raise click.ClickException(f"THREADS must be at least 1, not {threads}")
+    connections = _connection_limit(threads)
+    click.echo(f"rumble: serving http://{host}:{port}/ with {workers} workers of {threads} threads (Ctrl-C stops)")
 
     class Server(BaseApplication):
         def load_config(self) -> None:
             self.cfg.set("bind", f"{host}:{port}")
             self.cfg.set("workers", workers)
+            # Threads, read deadlines and a send timeout: rumble/serving.py says why.
+            self.cfg.set("worker_class", "rumble.serving.DeadlineThreadWorker")
+            self.cfg.set("threads", threads)
+            self.cfg.set("worker_connections", connections)
+            self.cfg.set("keepalive", KEEPALIVE_SECONDS)
+            self.cfg.set("sendfile", False)  # its wait for a blocked socket has no limit: SEND_TIMEOUT_SECONDS could not apply
+            # Only TRUSTED_PROXIES (werkzeug's ProxyFix in rumble.app) decides what forwarded headers mean.
+            self.cfg.set("secure_scheme_headers", {})
             self.cfg.set("accesslog", None)
-            self.cfg.set("timeout", 60)
+            self.cfg.set("timeout", 60)  # the worker's heartbeat (its main loop), not a limit on a request
+            self.cfg.set("graceful_timeout", 30)
             if "control_socket_disable" in self.cfg.settings:  # gunicorn 27+: one shared ~/.gunicorn socket otherwise
                 self.cfg.set("control_socket_disable", True)
 
@@ -75,6 +91,20 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             return app
 
     Server().run()
+
+
+def _connection_limit(threads: int, wanted: int = 1000) -> int:
+    """Connections one worker holds at most (gunicorn's worker_connections, 1000 by default), within
+    the open-files limit, which is first raised to its hard limit: an ``accept`` past that limit
+    would fail and end the worker. Each thread's SQLite connection takes about 4 files."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted + 4 * threads + 100
+    if soft != resource.RLIM_INFINITY and soft < target:
+        soft = target if hard == resource.RLIM_INFINITY else min(target, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    return max(threads + 16, min(wanted, soft - 4 * threads - 100))
 
 
 def _log_to_stderr(level: int) -> None:

@@ -6,12 +6,21 @@ So every server worker keeps a ``Field`` per rumble (rumble/ratings/online.py) a
 of each write transaction, brings it up to date: after battles stored by other workers it reloads
 just the pairings and ratings those battles touched; after a retirement, a rebuild or anything
 else that bumps the rumble's generation it reloads the rumble whole. The copy lives in the
-connection's cache, which a rolled-back transaction clears, so it never keeps a value the
-database does not have.
+cache the process's connections to the database share (``Store.shared``), which a rolled-back
+transaction clears, so it never keeps a value the database does not have.
+
+Threads: a worker's threads (gunicorn's gthread worker, one connection each) share one copy per
+rumble. Only a write transaction changes a copy in place (``current`` and its callers in
+rumble.ingest), and write transactions are serialised by the write lock, which threads of one
+process take like separate processes do (each connection opens the lock file itself). ``preload``
+only swaps in a whole new copy, read in one snapshot, under ``_loading`` so that two threads do not
+read the same rumble at once; a copy is consistent with the database at its ``seen`` versions,
+whichever thread put it there, so the next ``current`` catches it up.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +34,9 @@ from rumble.store import ratings as rating_rows
 class RumbleCopy:
     field: Field
     seen: tuple[int, int, int]  # (last battle id, last event id, generation) it reflects
+
+
+_loading = threading.Lock()  # one thread of a process reads a whole rumble at a time
 
 
 def _key(rumble_id: int) -> tuple[str, int]:
@@ -54,19 +66,26 @@ def preload(db: Store, rumble_id: int) -> None:
     reads), so that no upload holds the lock while a whole rumble is read. A current copy is left
     to be caught up inside the transaction: that is a few rows (the battles other workers stored
     meanwhile), and catching up here as well would cost every upload a read transaction."""
-    copy = db._cache.get(_key(rumble_id))
-    if copy is not None and copy.seen[2] == rating_rows.generation(db, rumble_id):
+    if _is_current(db, rumble_id):
         return
-    with read(db):
-        current(db, rumble_id)
+    with _loading:
+        if _is_current(db, rumble_id):  # another thread read it meanwhile
+            return
+        with read(db):
+            db.shared[_key(rumble_id)] = load(db, rumble_id)
+
+
+def _is_current(db: Store, rumble_id: int) -> bool:
+    copy = db.shared.get(_key(rumble_id))
+    return copy is not None and copy.seen[2] == rating_rows.generation(db, rumble_id)
 
 
 def current(db: Store, rumble_id: int) -> RumbleCopy:
     """The rumble's copy, brought up to date (call inside the write transaction)."""
-    copy = db._cache.get(_key(rumble_id))
+    copy = db.shared.get(_key(rumble_id))
     seen = rating_rows.version(db, rumble_id)
     if copy is None or copy.seen[2] != seen[2]:
-        copy = db._cache[_key(rumble_id)] = load(db, rumble_id)
+        copy = db.shared[_key(rumble_id)] = load(db, rumble_id)
     elif copy.seen[:2] != seen[:2]:
         _catch_up(db, rumble_id, copy)
     copy.seen = seen
@@ -93,4 +112,4 @@ def _catch_up(db: Store, rumble_id: int, copy: RumbleCopy) -> None:
 
 
 def forget(db: Store, rumble_id: int) -> None:
-    db._cache.pop(_key(rumble_id), None)
+    db.shared.pop(_key(rumble_id), None)

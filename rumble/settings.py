@@ -53,6 +53,12 @@ SETTINGS = (
     Setting("REMOVAL_TRUST_DAYS", 7.0, "A RemoveOldParticipant request counts only from an address that uploaded accepted battles to that rumble within this many days.", float),
     Setting("NEW_BOTS_PER_HOUR", 50, "New bots (names no upload gave before) one address may add in an hour; an upload naming one more is refused.", int),
     Setting("MAX_PARTICIPANTS", 3000, "Participants (active or retired) a rumble may hold; an upload adding one more is refused.", int),
+    Setting("THREADS", 32, "Threads per `rumble serve` worker: requests served at once by one worker (gunicorn's gthread worker).", int),
+    Setting("READ_TIMEOUT_SECONDS", 10.0, "A request (headers and body) must arrive within this many seconds of the connection's opening (or of its first byte, on a kept-alive connection); else the connection is closed.", float),
+    Setting("SEND_TIMEOUT_SECONDS", 30.0, "A client that takes none of its answer for this many seconds is disconnected.", float),
+    Setting("PAGE_REQUESTS", 8, "Requests other than the client's (pages, JSON API, plots, exports, /admin) served at once per worker; more are answered 503 with Retry-After. Uploads never wait for them.", int),
+    Setting("EXPORT_REQUESTS", 2, "Of the PAGE_REQUESTS, how many may be exports or plots at once per worker.", int),
+    Setting("TRUSTED_PROXIES", 0, "Reverse proxies in front of the server whose X-Forwarded-For and X-Forwarded-Proto are believed (werkzeug's ProxyFix); 0: the connection's own address is the client's.", int),
 )
 
 _BY_NAME = {setting.name: setting for setting in SETTINGS}

@@ -3,8 +3,9 @@
 #
 # - Debian packages: robocode (the real RoboRumble client the end-to-end tests drive), chromium and
 #   chromium-driver (the browser tests drive Debian's Chromium through Selenium), faketime (the
-#   shifted-clock run below), when missing. Needs root (or sudo); without them those tests are
-#   skipped, except under CI where they must run.
+#   shifted-clock run below), nginx (the reverse-proxy tests run it as a plain process on a
+#   loopback port; its service is not used), when missing. Needs root (or sudo); without them
+#   those tests are skipped, except under CI where they must run.
 # - Python packages: rumble and its test extra, into ./.venv (created if missing).
 #
 # Without arguments it runs the whole suite, then the suite less the end-to-end tests again with
@@ -18,6 +19,7 @@ apt_packages=()
 [ -x /usr/bin/chromium ] || apt_packages+=(chromium)  # the browser tests (tests/e2e/test_browser.py)
 [ -x /usr/bin/chromedriver ] || apt_packages+=(chromium-driver)
 command -v faketime >/dev/null 2>&1 || apt_packages+=(faketime)  # the shifted-clock run
+[ -x /usr/sbin/nginx ] || apt_packages+=(nginx)  # tests/e2e/test_proxy.py, scripts/hostile_mix.py --proxy
 if [ ${#apt_packages[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then sudo_cmd=() ; elif command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo) ; else sudo_cmd=(none); fi
   if [ "${sudo_cmd[*]-}" = none ]; then

@@ -5,6 +5,11 @@ wraps one write transaction. Writers across all gunicorn workers and CLI command
 serialised by an advisory file lock taken before ``BEGIN IMMEDIATE``: a waiting writer then wakes
 the moment the lock is free, instead of polling SQLite's busy handler in millisecond sleeps.
 
+Each connection keeps its own small cache (``_cache``: ids of bots and rumbles) and shares with
+the other connections of this process to the same file a second one (``shared``: the rumbles'
+in-memory ratings fields, rumble.fields), so that a worker's threads hold one copy of each field,
+not one each. Both are cleared when a write transaction rolls back or the file was restored.
+
 The server's connections turn SQLite's automatic WAL checkpoint off (``autocheckpoint=False``):
 it would run inside a COMMIT, holding the write lock for tens of milliseconds while every other
 upload waits. They call ``checkpoint_if_due`` instead, after the answer has been sent.
@@ -16,6 +21,7 @@ import contextlib
 import fcntl
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +46,7 @@ class Store(sqlite_utils.Database):
     lock_path: str | None = None
     _lock_file = None
     _cache: dict
+    shared: dict  # this process's cache for the file, shared by its connections (one per thread)
     commits_since_checkpoint = 0
     epoch: int | None = None  # PRAGMA user_version as last seen: bumped by each restore (store.backup)
 
@@ -48,6 +55,17 @@ class Store(sqlite_utils.Database):
             self._lock_file.close()
             self._lock_file = None
         self.conn.close()
+
+
+_shared_caches: dict[tuple[int, str], dict] = {}
+_shared_lock = threading.Lock()
+
+
+def _shared_cache(path: str) -> dict:
+    """The cache this process's connections to ``path`` share (a fresh one after a fork)."""
+    key = (os.getpid(), os.path.realpath(path))
+    with _shared_lock:
+        return _shared_caches.setdefault(key, {})
 
 
 CHECKPOINT_EVERY = 1000  # commits of one connection between its WAL checkpoints: fewer fsyncs under the lock,
@@ -66,6 +84,7 @@ def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool 
         raise ValueError(f"SYNCHRONOUS must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
     db = Store(conn)
     db._cache = {}
+    db.shared = {} if memory else _shared_cache(path)  # each in-memory database is a database of its own
     db.epoch = conn.execute("PRAGMA user_version").fetchone()[0]
     if not memory:
         db.lock_path = path + ".lock"
@@ -106,11 +125,13 @@ def write(db: Store) -> Iterator[Store]:
             epoch = db.conn.execute("PRAGMA user_version").fetchone()[0]
             if epoch != db.epoch:  # the file was restored from a backup: cached ids may be gone
                 db._cache.clear()
+                db.shared.clear()
                 db.epoch = epoch
             yield db
         except BaseException:
             db.conn.execute("ROLLBACK")
             db._cache.clear()  # ids cached during a rolled-back transaction may not exist
+            db.shared.clear()  # nor the field changes it made in memory
             raise
         db.conn.execute("COMMIT")
         db.commits_since_checkpoint += 1

@@ -95,6 +95,7 @@ def restore(db: Store, source: sqlite3.Connection, progress: Progress | None = N
         restored = db.conn.execute("PRAGMA user_version").fetchone()[0]
         db.conn.execute(f"PRAGMA user_version = {max(epoch, restored) + 1}")  # an int from SQLite: no injection
         db._cache.clear()
+        db.shared.clear()
 
 
 def _reporter(progress: Progress | None):

@@ -12,6 +12,7 @@ matplotlib is imported on the first plot only, so that workers that never draw d
 from __future__ import annotations
 
 import io
+import threading
 from datetime import date, datetime, timedelta, timezone
 
 from flask import Response, request
@@ -22,6 +23,7 @@ from rumble.web.bots import _found, _rumble
 
 SVG = "image/svg+xml"
 WIDTH, HEIGHT = 7.5, 4.0  # inches at 72 dpi: 540 x 288 px
+_RENDERING = threading.Lock()  # rc_context swaps matplotlib's global rcParams: one thread at a time
 _RC = {"svg.fonttype": "none", "svg.hashsalt": "rumble", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3}
 
 
@@ -37,7 +39,7 @@ def _figure(rows: int = 1, height: float = HEIGHT):
 def _svg(figure) -> Response:
     import matplotlib
 
-    with matplotlib.rc_context(_RC):
+    with _RENDERING, matplotlib.rc_context(_RC):
         buffer = io.StringIO()
         figure.savefig(buffer, format="svg", metadata={"Date": None})
     response = Response(buffer.getvalue(), mimetype=SVG)

@@ -121,8 +121,9 @@ def _server_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def live_server(directory: Path, workers: int = 2) -> Iterator[LiveServer]:
-    """Start ``rumble serve`` on a new database in ``directory``; stop it (SIGTERM, then SIGKILL) after."""
+def live_server(directory: Path, workers: int = 2, settings: dict[str, str] | None = None) -> Iterator[LiveServer]:
+    """Start ``rumble serve`` on a new database in ``directory`` (``settings``: RUMBLE_* values by
+    name, else only the defaults apply); stop it (SIGTERM, then SIGKILL) after."""
     db_path = directory / "rumble.db"
     output_path = directory / "server.out"
     port = free_port()
@@ -130,7 +131,8 @@ def live_server(directory: Path, workers: int = 2) -> Iterator[LiveServer]:
     with open(output_path, "wb") as output:
         process = subprocess.Popen(
             command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=_server_env(), start_new_session=True,
+            env={**_server_env(), **{f"RUMBLE_{name}": value for name, value in (settings or {}).items()}},
+            start_new_session=True,
         )  # fmt: skip
         server = LiveServer(f"http://127.0.0.1:{port}", db_path, process, output_path)
         try:

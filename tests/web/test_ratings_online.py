@@ -17,7 +17,7 @@ from rumble.protocol.upload import format_upload
 from rumble.ratings.online import Field
 from rumble.rebuild import rebuild_rumble
 from rumble.store.tables import snapshot
-from rumble.web import close_thread_db
+from rumble.web import close_thread_db, get_db
 
 
 def _elo(client) -> dict[str, float]:
@@ -98,9 +98,12 @@ def test_two_workers_and_a_rebuild_agree_bit_for_bit(tmp_path, monkeypatch, cloc
     real_load = fields.load
     monkeypatch.setattr(fields, "load", lambda db, rid: loads.append(rid) or real_load(db, rid))
     workers = [ThreadPoolExecutor(max_workers=1) for _ in range(2)]  # one thread, one connection each
+    caches: list[dict] = [{}, {}]  # and a process's cache each, as two processes have
 
     def post(worker: int, path: str, body: bytes) -> str:
         def call() -> str:
+            with app.app_context():
+                get_db().shared = caches[worker]
             return app.test_client().post(path, data=body).get_data(as_text=True)
 
         return workers[worker].submit(call).result()
@@ -121,6 +124,44 @@ def test_two_workers_and_a_rebuild_agree_bit_for_bit(tmp_path, monkeypatch, cloc
     db = store.connect(config["DB"])
     online = snapshot(db)
     assert len(online["ratings"]) == 7
+    with store.write(db):
+        rebuild_rumble(db, "roborumble", load_rumbles()["roborumble"].rounds, 3)
+    assert snapshot(db) == online
+    db.close()
+
+
+def test_threads_of_one_worker_share_one_copy_and_agree_with_a_rebuild(tmp_path, monkeypatch):
+    """Eight threads of one process (gunicorn's gthread worker) upload at once, each on its own
+    connection: they read the rumble into memory once between them, and the ratings they leave are
+    those a rebuild computes from the log, bit for bit."""
+    config = {"DB": str(tmp_path / "t.db")}
+    app = create_app(config)
+    loads = []
+    real_load = fields.load
+    monkeypatch.setattr(fields, "load", lambda db, rid: loads.append(rid) or real_load(db, rid))
+    rng = random.Random(8)
+    bots = [f"p.B{i} 1" for i in range(9)]
+    now = int(time.time() * 1000)
+    bodies, expected = [], []
+    for n in range(160):
+        a, b = rng.sample(bots, 2)
+        s = rng.randint(0, 6000)
+        bodies.append(format_upload(battle(a, b, (s, 6000 - s), time_ms=now + n)))
+        expected.append(f"OK. {a} vs {b} received for roborumble")
+
+    def post(body: bytes) -> str:
+        try:
+            return app.test_client().post("/UploadedResults", data=body).get_data(as_text=True)
+        finally:
+            close_thread_db()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(post, bodies))
+    assert [answer.splitlines()[-1] for answer in answers] == expected
+    assert len(loads) == 1
+    db = store.connect(config["DB"])
+    online = snapshot(db)
+    assert len(online["ratings"]) == 9
     with store.write(db):
         rebuild_rumble(db, "roborumble", load_rumbles()["roborumble"].rounds, 3)
     assert snapshot(db) == online

@@ -1,0 +1,108 @@
+"""Debian's nginx as the reverse proxy in front of ``rumble serve``, run as a plain foreground process
+on a loopback port with its configuration, logs and temporary files in a test's directory (no
+system service). The ``location /`` block is the README's production one (section "Behind a
+reverse proxy"), without TLS. Used by tests/e2e/test_proxy.py and scripts/hostile_mix.py --proxy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+NGINX = "/usr/sbin/nginx"
+START_TIMEOUT_S = 10
+
+PROXY_LOCATION = """\
+        location / {
+            proxy_pass http://rumble;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;
+        }
+"""
+
+CONFIG = """\
+{user}daemon off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    client_header_timeout 10s;
+    client_body_timeout 10s;
+    send_timeout 30s;
+    keepalive_timeout 5s;
+    client_max_body_size 1m;
+    upstream rumble {{
+        server 127.0.0.1:{backend};
+        keepalive 16;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+{location}    }}
+}}
+"""
+
+
+def available() -> bool:
+    return Path(NGINX).exists() or shutil.which("nginx") is not None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_nginx(directory: Path, backend_port: int) -> Iterator[str]:
+    """nginx proxying a loopback port to ``backend_port``; yields its URL; stopped (SIGQUIT, then SIGKILL) after."""
+    directory.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    config = directory / "nginx.conf"
+    user = "user root root;\n" if os.geteuid() == 0 else ""  # else workers run as nobody, who cannot write the temp dirs here
+    config.write_text(CONFIG.format(user=user, dir=directory, backend=backend_port, port=port, location=PROXY_LOCATION))
+    binary = NGINX if Path(NGINX).exists() else shutil.which("nginx")
+    with open(directory / "nginx.out", "wb") as out:
+        process = subprocess.Popen(
+            [binary, "-c", str(config), "-p", str(directory), "-e", str(directory / "error.log")],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    try:
+        _wait_for_port(process, port, directory)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGQUIT)  # graceful stop
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_for_port(process: subprocess.Popen, port: int, directory: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"nginx exited with {process.returncode}: {(directory / 'error.log').read_text(errors='replace')}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"nginx did not listen on {port} within {START_TIMEOUT_S} s")

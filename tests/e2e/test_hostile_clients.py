@@ -1,0 +1,97 @@
+"""Slow, silent and never-reading clients cannot stop uploads (issue 11, item 1): ``rumble serve``'s
+threaded workers with read deadlines and a send timeout (rumble/serving.py), and capacity per
+request class (rumble/web/capacity.py).
+
+The first two tests run scripts/hostile_mix.py, small, against a real ``rumble serve``; against the
+sync workers of before, the first one answers about 1 upload in 10 within 2 s.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from .e2e_support import JAVA_POST_HEADERS, live_server
+
+pytestmark = pytest.mark.e2e
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "hostile_mix.py"
+WAIT_S = 30  # far beyond the 2 s read timeout below: a connection still open after it was not cut
+
+
+def _mix(tmp_path: Path, *args: str) -> dict:
+    run = subprocess.run([sys.executable, str(SCRIPT), "--battles", "300", "--workdir", str(tmp_path), "--json", *args],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.stdout.strip(), run.stderr[-2000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert run.returncode == (0 if result["share"] >= 0.95 else 1)
+    return result
+
+
+def test_uploads_are_answered_while_sixteen_hostile_connections_are_held(tmp_path):
+    result = _mix(tmp_path, "--per-kind", "4", "--seconds", "10")
+    assert result["uploads"] == 10 and result["errors"] == []
+    assert result["ok_within_2s"] / result["uploads"] >= 0.95
+    assert result["hostile"]["trickle"]["opens"] >= 4 and result["hostile"]["unread-export"]["opens"] >= 4
+
+
+def test_uploads_are_answered_while_four_clients_download_exports_slowly(tmp_path):
+    """Four exports at once, read at 32 KB/s (each holds its request for seconds, as a large
+    export does): they take export slots, never what uploads need. The sync workers of before
+    answered no upload until an export was done."""
+    result = _mix(tmp_path, "--per-kind", "0", "--readers", "4", "--reader-kb", "32", "--seconds", "10")
+    assert result["uploads"] == 10 and result["errors"] == []
+    assert result["ok_within_2s"] / result["uploads"] >= 0.95
+    assert result["readers"]["complete"] >= 1 and result["readers"]["failed"] == 0
+
+
+@pytest.fixture
+def strict_server(tmp_path):
+    """``rumble serve`` whose requests must arrive within 2 s."""
+    with live_server(tmp_path, settings={"READ_TIMEOUT_SECONDS": "2", "BATCH_INTERVAL_MINUTES": "0"}) as server:
+        yield server
+
+
+def _connect(server) -> socket.socket:
+    parts = urlsplit(server.url)
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=WAIT_S)
+    return sock
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (at most WAIT_S)."""
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_a_connection_that_sends_nothing_is_closed(strict_server):
+    with _connect(strict_server) as sock:
+        assert _read_all(sock) == b""
+
+
+def test_headers_trickled_byte_by_byte_are_cut_off(strict_server):
+    with _connect(strict_server) as sock:
+        sock.sendall(b"POST /UploadedResults HTTP/1.1\r\nHost: x\r\n")
+        with pytest.raises(OSError):
+            for _ in range(WAIT_S * 4):  # one byte every 0.25 s: never idle, never finished
+                sock.sendall(b"X")
+                time.sleep(0.25)
+
+
+def test_a_body_shorter_than_its_length_gets_the_protocols_refusal(strict_server):
+    body = b"game=roborumble&version=1&"
+    head = "POST /UploadedResults HTTP/1.1\r\nHost: x\r\n" + "".join(f"{k}: {v}\r\n" for k, v in JAVA_POST_HEADERS)
+    with _connect(strict_server) as sock:
+        sock.sendall(head.encode() + b"Content-Length: 4000\r\n\r\n" + body)
+        answer = _read_all(sock)
+    status, _, rest = answer.partition(b"\r\n")
+    assert status == b"HTTP/1.1 200 OK"
+    assert rest.partition(b"\r\n\r\n")[2] == f"OK. ERROR: upload body ends after {len(body)} of its 4000 bytes\n".encode()
