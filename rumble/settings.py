@@ -46,6 +46,9 @@ SETTINGS = (
     Setting("REMOVALS_PER_HOUR", 120, "RemoveOldParticipant requests one address may make in an hour; beyond that they are refused (and logged).", int),
     Setting("ADMIN_SESSION_MINUTES", 60.0, "A maintainer's browser login lasts this long, then the login page asks for the token again.", float),
     Setting("SYNCHRONOUS", "NORMAL", "SQLite synchronous pragma: NORMAL survives a crash of the server (WAL); FULL also a power loss.", str),
+    Setting("EXPORT_DIR", None, "Folder of the bulk exports' snapshot files (default: exports/ beside the database file).", str),
+    Setting("EXPORT_MAX_AGE_MINUTES", 5.0, "An export's snapshot is still served this long after its rumble changed; then the next request writes a new one (0: on the first request after any change).", float),
+    Setting("EXPORT_BUILDS", 1, "Export snapshots that may be written at once, across all workers; a request that finds none free serves the previous snapshot.", int),
 )
 
 _BY_NAME = {setting.name: setting for setting in SETTINGS}
