@@ -241,11 +241,11 @@ class Snapshots:
                 if time.time() - path.stat().st_mtime > STALE_TMP_SECONDS:
                     path.unlink()
 
-    def obtain(self, game: str, name: str, etag: str, writer: Writer, wait: float = WAIT_SECONDS) -> Snapshot | None:
+    def obtain(self, game: str, name: str, etag: str, writer: Writer, wait: float | None = None) -> Snapshot | None:
         """The snapshot to serve to a request that read ``etag``: a usable one, else a new one it
         writes, else (another build under way) the previous one, else the one another request
-        finishes within ``wait`` seconds; None if there is still none."""
-        asked, deadline = time.time(), time.monotonic() + wait
+        finishes within ``wait`` seconds (default WAIT_SECONDS); None if there is still none."""
+        asked, deadline = time.time(), time.monotonic() + (WAIT_SECONDS if wait is None else wait)
         while True:
             snapshot = self.newest(game, name)
             if self.usable(snapshot, etag, asked):
