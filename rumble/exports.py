@@ -4,7 +4,12 @@ served as a plain file (rumble.web.api sends it with ``flask.send_file``).
 A snapshot is named after its ETag, a digest of what it was read from: the database file, the
 export's name and the rumble's ``log_version`` (rumble.store.export) in the read transaction that
 wrote it. A request reads that version (a few index lookups) and serves the newest snapshot if it
-matches, or if it is younger than EXPORT_MAX_AGE_MINUTES; otherwise it writes a new one first.
+matches, or if it is younger than EXPORT_MAX_AGE_MINUTES.
+
+Otherwise a new snapshot is written in a thread of the worker (a slow build holds no request), and
+the request waits up to WAIT_SECONDS for it: a small rumble's export is ready by then; a large one's
+request gets the previous snapshot, or, if there is none yet, None (the web layer answers 503 with
+Retry-After). A request that finds every build slot taken by other exports does not wait.
 
 Layout of EXPORT_DIR (default ``<the database's directory>/exports``)::
 
@@ -13,11 +18,9 @@ Layout of EXPORT_DIR (default ``<the database's directory>/exports``)::
     <game>/.<name>.*.tmp      a snapshot being written; renamed into place when complete
     .build-<i>.lock           EXPORT_BUILDS slots: at most that many builds at once, across all workers
 
-A request that finds another build of its export under way, or every slot taken, serves the
-previous snapshot if there is one, else waits up to WAIT_SECONDS for it (None after that: the web
-layer answers 503 with Retry-After). The batch job (rumble.jobs) rewrites the stale snapshots of
-the pairings, the battles and the SQLite file that someone asked for before, so that a request
-rarely pays for a build; the rankings, small, are rewritten on request.
+The batch job (rumble.jobs) rewrites the stale snapshots of the pairings, the battles and the
+SQLite file that someone asked for before, so that few requests find theirs stale; the rankings,
+small, are rewritten on request.
 
 CSV cells: a string that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is
 written with a leading ``'`` (OWASP, "CSV Injection"), so that a spreadsheet shows it as text
@@ -33,9 +36,11 @@ import fcntl
 import hashlib
 import io
 import json
+import logging
 import os
 import re
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -44,16 +49,19 @@ from typing import IO, Any
 
 from rumble.store import export
 
+log = logging.getLogger(__name__)
+
 TABLES = ("rankings", "pairings", "battles")
 FORMATS = ("csv", "json")
 SQLITE = "rumble.sqlite"
 NAMES = (*(f"{table}.{fmt}" for table in TABLES for fmt in FORMATS), SQLITE)
 REFRESHED_BY_JOB = ("pairings.csv", "pairings.json", "battles.csv", "battles.json", SQLITE)
 FORMAT_VERSION = 2  # part of every ETag: raise it when what a snapshot holds changes (2: CSV cells escaped)
-WAIT_SECONDS = 3.0  # how long a request waits for another's first build of a snapshot before a 503
-POLL_SECONDS = 0.1
+WAIT_SECONDS = 2.0  # how long a request waits for a snapshot being written before it takes the previous one (or a 503)
+POLL_SECONDS = 0.02  # how often a waiting request looks for the snapshot being written
 STALE_TMP_SECONDS = 3600.0  # a .tmp file this old was left by a build that died; it is removed
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's list of characters a spreadsheet may run
+STARTED, BUSY_EXPORT, BUSY_SLOTS = "started", "busy export", "busy slots"  # what start_build did
 _ETAG = re.compile(r"[0-9a-f]{32}")
 _GAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
@@ -191,24 +199,48 @@ class Snapshots:
         now = time.time() if now is None else now
         return snapshot.etag == etag or now - snapshot.written < self.max_age
 
-    @contextlib.contextmanager
-    def build_lock(self, game: str, name: str) -> Iterator[bool]:
-        """Try to take the right to write ``name`` now: its own lock and one of the build slots.
-        Yields True if both were free (held until the block ends), False if not; never waits."""
+    def _take(self, game: str, name: str) -> tuple[str, list[IO]]:
+        """Try to take the right to write ``name`` now, never waiting: its own lock, then one of the
+        build slots. (STARTED, the held files) or (BUSY_EXPORT or BUSY_SLOTS, [])."""
         folder = self.folder(game)
         folder.mkdir(parents=True, exist_ok=True)
-        held = [_try_flock(folder / f".{name}.lock")]
+        own = _try_flock(folder / f".{name}.lock")
+        if own is None:
+            return BUSY_EXPORT, []
+        for slot in range(self.builds):
+            if (held := _try_flock(self.root / f".build-{slot}.lock")) is not None:
+                return STARTED, [own, held]
+        own.close()
+        return BUSY_SLOTS, []
+
+    @contextlib.contextmanager
+    def build_lock(self, game: str, name: str) -> Iterator[bool]:
+        """The right to write ``name`` now (see ``_take``) for the block: True if taken, False if not."""
+        outcome, held = self._take(game, name)
         try:
-            if held[0] is not None:
-                for slot in range(self.builds):
-                    held.append(_try_flock(self.root / f".build-{slot}.lock"))
-                    if held[-1] is not None:
-                        break
-            yield held[0] is not None and held[-1] is not None and len(held) > 1
+            yield outcome == STARTED
         finally:
             for handle in held:
-                if handle is not None:
+                handle.close()
+
+    def start_build(self, game: str, name: str, writer: Writer) -> str:
+        """Write a new snapshot of ``name`` in a thread of its own, if no other build of it runs and a
+        slot is free: STARTED, BUSY_EXPORT or BUSY_SLOTS. The request that asked goes on meanwhile."""
+        outcome, held = self._take(game, name)
+        if outcome != STARTED:
+            return outcome
+
+        def build() -> None:
+            try:
+                self.write(game, name, writer)
+            except Exception:  # the request falls back to the previous snapshot, or a 503
+                log.exception("writing the %s snapshot of %s failed", name, game)
+            finally:
+                for handle in held:
                     handle.close()
+
+        threading.Thread(target=build, name=f"export {game}/{name}", daemon=True).start()
+        return STARTED
 
     def write(self, game: str, name: str, writer: Writer) -> Snapshot:
         """Write a new snapshot of ``name`` through a temporary file renamed into place, then remove
@@ -242,25 +274,25 @@ class Snapshots:
                     path.unlink()
 
     def obtain(self, game: str, name: str, etag: str, writer: Writer, wait: float | None = None) -> Snapshot | None:
-        """The snapshot to serve to a request that read ``etag``: a usable one, else a new one it
-        writes, else (another build under way) the previous one, else the one another request
-        finishes within ``wait`` seconds (default WAIT_SECONDS); None if there is still none."""
+        """The snapshot to serve to a request that read ``etag``.
+
+        A usable one at once. Otherwise a new one is written in a thread (unless one is under way),
+        and the request waits up to ``wait`` seconds (default WAIT_SECONDS) for it; then it gets
+        the previous snapshot, or None if there is none. When every build slot is taken by other
+        exports, it does not wait: the previous snapshot, or None.
+        """
         asked, deadline = time.time(), time.monotonic() + (WAIT_SECONDS if wait is None else wait)
-        while True:
-            snapshot = self.newest(game, name)
-            if self.usable(snapshot, etag, asked):
-                return snapshot
-            with self.build_lock(game, name) as ours:
-                if ours:
-                    snapshot = self.newest(game, name)
-                    if snapshot is not None and (snapshot.etag == etag or snapshot.written >= asked):
-                        return snapshot  # written by another request while this one looked
-                    return self.write(game, name, writer)
-            if snapshot is not None:
-                return snapshot  # the previous snapshot while another request writes the next
-            if time.monotonic() >= deadline:
-                return None
+        previous = self.newest(game, name)
+        if self.usable(previous, etag, asked):
+            return previous
+        if self.start_build(game, name, writer) == BUSY_SLOTS:
+            return previous
+        while time.monotonic() < deadline:
             time.sleep(POLL_SECONDS)
+            snapshot = self.newest(game, name)
+            if snapshot is not None and (snapshot.etag == etag or snapshot.written >= asked):
+                return snapshot
+        return self.newest(game, name) or previous
 
     def refresh(self, game: str, name: str, etag: str, writer: Writer) -> Snapshot | None:
         """Rewrite ``name`` if it has a snapshot that is not ``etag`` and no one else is writing it;

@@ -158,7 +158,8 @@ def test_with_every_build_slot_taken_an_export_without_a_snapshot_is_a_503_with_
 
 def test_builds_are_one_per_export_and_at_most_export_builds_at_once(tmp_path):
     """Twelve requests at once for three exports without snapshots, two build slots: each export
-    is written once, never more than two at the same time, and every request gets its export."""
+    is written once, never more than two at the same time, and every request gets its export
+    (after 503s, None here, while its export waits for a slot or is being written)."""
     snapshots = exports.Snapshots(str(tmp_path / "rumble.db"), tmp_path / "exports", builds=2, max_age_minutes=0)
     guard, running, peak, written = threading.Lock(), [0], [0], Counter()
 
@@ -181,7 +182,11 @@ def test_builds_are_one_per_export_and_at_most_export_builds_at_once(tmp_path):
 
     def request(name: str) -> None:
         start.wait()
-        snapshot = snapshots.obtain("roborumble", name, snapshots.etag(name, ("v1",)), writer(name), wait=10)
+        for _ in range(100):  # a None is a 503: try again, as Retry-After asks
+            snapshot = snapshots.obtain("roborumble", name, snapshots.etag(name, ("v1",)), writer(name), wait=0.1)
+            if snapshot is not None:
+                break
+            time.sleep(0.05)
         with guard:
             served.append((name, snapshot.path.read_text() if snapshot else None))
 
@@ -249,3 +254,29 @@ def test_a_csv_cell_is_escaped_only_if_it_is_a_string_that_starts_a_formula():
     assert [exports.csv_cell(v) for v in (-0.5, -3, 0, None, True)] == [-0.5, -3, 0, None, True]  # numbers stay numbers
     text = "".join(exports.csv_lines(["aps", "name", "note"], [(-0.5, "-0.5", "\tTAB")]))
     assert text == "aps,name,note\n-0.5,'-0.5,'\tTAB\n"
+
+
+def test_a_slow_build_runs_beside_the_request_which_gets_the_previous_snapshot_meanwhile(tmp_path):
+    snapshots = exports.Snapshots(str(tmp_path / "rumble.db"), tmp_path / "exports", builds=1, max_age_minutes=0)
+    release = threading.Event()
+
+    def writer(version: str):
+        def write(out: Path) -> tuple:
+            if version == "v2":
+                assert release.wait(10)  # the build goes on only once the request has its answer
+            out.write_text(version)
+            return (version,)
+
+        return write
+
+    first = snapshots.obtain("roborumble", "battles.csv", snapshots.etag("battles.csv", ("v1",)), writer("v1"))
+    assert first.path.read_text() == "v1"
+    meanwhile = snapshots.obtain("roborumble", "battles.csv", snapshots.etag("battles.csv", ("v2",)), writer("v2"), wait=0.2)
+    assert meanwhile == first  # the previous snapshot, while v2 is being written
+    release.set()
+    for _ in range(100):
+        newest = snapshots.newest("roborumble", "battles.csv")
+        if newest.etag == snapshots.etag("battles.csv", ("v2",)):
+            break
+        time.sleep(0.05)
+    assert newest.path.read_text() == "v2" and not first.path.exists()
