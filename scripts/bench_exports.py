@@ -6,8 +6,9 @@ and what 16 connections pulling exports do to 8 clients' uploads.
    and starts ``python -m rumble serve`` on the copy (this checkout's code: run the script from an
    older checkout to measure that one).
 2. Per export (rankings, pairings and battles as CSV and JSON, rumble.sqlite): the time of a whole
-   download over HTTP on an idle server, --repeat times; the first request separately (it writes
-   the snapshot, if the server keeps snapshots), and a conditional GET with the ETag if it sends one.
+   download over HTTP on an idle server, --repeat times; the first separately (the time until the
+   first 200: it waits for the snapshot, asking again every 0.5 s while the answer is 503), and a
+   conditional GET with the ETag if the server sends one.
 3. The mixed load: --clients upload processes (bench_upload's) for --warmup + --seconds while
    --pullers threads download exports in a loop (each its own connection, the exports in turn,
    every body read to its end; by ``curl`` if there is one, so that the pullers read as fast as
@@ -62,9 +63,16 @@ def per_request(port: int, repeat: int) -> None:
     """Print each export's first, median and slowest download time, and a conditional GET's."""
     print(f"\n{'export':15} {'size MB':>8} {'first s':>8} {'median s':>9} {'max s':>7} {'304 ms':>7}   (idle server, {repeat} downloads after the first)")
     for name in EXPORTS:
-        status, size, headers, first = download(port, name)
+        began, refused = time.perf_counter(), 0
+        while (answer := download(port, name))[0] == 503:  # the snapshot is being written: ask again
+            refused += 1
+            time.sleep(0.5)
+        status, size, headers, _ = answer
+        first = time.perf_counter() - began
         if status != 200:
             raise SystemExit(f"{name}: HTTP {status}")
+        if refused:
+            print(f"{name}: {refused} answers 503 (snapshot being written) before the first 200")
         times = [download(port, name)[3] for _ in range(repeat)]
         etag = headers.get("ETag")
         conditional = "n/a"
