@@ -24,7 +24,7 @@ from rumble.web.bots import NotFound, _found, _rumble
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 DEFAULT_LIMIT, MAX_LIMIT = 100, 5000
-RETRY_AFTER_SECONDS = 10  # an export's first snapshot is being written by another request
+RETRY_AFTER_SECONDS = 10  # an export whose first snapshot is not written yet: ask again after this
 PAGINATION = {"limit": f"items per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})", "page": "the page, from 1 (default 1)"}
 PAGE_FIELDS = "total (items in all), page, limit, pages, items"
 
@@ -64,14 +64,18 @@ ENDPOINTS = [
     {"rule": "/api/v1/rumbles/<game>/stats", "summary": "The same for one rumble, with the bots lacking pairings.",
      "params": {}, "fields": "as /api/v1/stats, and lacking_pairings: [{name, missing, battles, last_battle}]"},
     {"rule": "/api/v1/rumbles/<game>/export/<any(rankings, pairings, battles):table>.<any(csv, json):fmt>",
-     "summary": "Bulk export of a whole rumble, streamed: rankings (every active bot), pairings (every pairing, both sides) or "
-                "battles (the whole log, no network addresses), as CSV with a header row or as JSON.",
+     "summary": "Bulk export of a whole rumble: rankings (every active bot), pairings (every pairing, both sides) or "
+                "battles (the whole log, no network addresses), as CSV with a header row or as JSON. Sent from a snapshot file "
+                "with Content-Length, ETag and Last-Modified (If-None-Match and If-Modified-Since get 304); a snapshot may be up to "
+                "EXPORT_MAX_AGE_MINUTES behind the log; 503 with Retry-After while a rumble's first one is written. A CSV cell "
+                "holding a string that begins with =, +, -, @, tab or CR starts with ' (spreadsheet formula injection); JSON keeps values as stored.",
      "params": {}, "fields": f"rankings: the columns of the rankings endpoint (rank_range as rank_best, rank_worst); pairings: "
                              f"{', '.join(export.PAIRING_COLUMNS)}; battles: {', '.join(export.BATTLE_COLUMNS)}. JSON: "
                              "{game, table, columns, rows: [{column: value}]}"},
     {"rule": "/api/v1/rumbles/<game>/export/rumble.sqlite",
      "summary": "The rumble as an SQLite file of its own, read in one snapshot: its rows of every table (battle log, pairings, "
-                "summaries, ratings, batch runs, daily ranks), with their schema and indexes. Opens as-is in Datasette or sqlite3.",
+                "summaries, ratings, batch runs, daily ranks), with their schema and indexes. Opens as-is in Datasette or sqlite3. "
+                "A snapshot file like the other exports (ETag, Last-Modified, 304).",
      "params": {}, "fields": "an SQLite 3 database (application/vnd.sqlite3)"},
 ]  # fmt: skip
 
@@ -232,7 +236,7 @@ def _snapshot_response(game: str, name: str, mimetype: str, download_name: str) 
             etag = snapshots.etag(name, exports.with_clock(export.log_version(db, rid), hourly))
         snapshot = snapshots.obtain(game, name, etag, writer)
         if snapshot is None:
-            raise ApiError(f"The {name} export of {game} is being written by another request; try again in a few seconds.",
+            raise ApiError(f"The {name} export of {game} is not written yet; try again in a few seconds.",
                            503, retry_after=RETRY_AFTER_SECONDS)  # fmt: skip
         try:
             return send_file(snapshot.path, mimetype=mimetype, as_attachment=True, download_name=download_name,

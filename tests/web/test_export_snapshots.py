@@ -152,7 +152,7 @@ def test_with_every_build_slot_taken_an_export_without_a_snapshot_is_a_503_with_
         assert held
         busy = get(client, "battles.csv")
     assert (busy.status_code, busy.headers["Retry-After"], busy.json) == (
-        503, "10", {"error": "The battles.csv export of roborumble is being written by another request; try again in a few seconds."})  # fmt: skip
+        503, "10", {"error": "The battles.csv export of roborumble is not written yet; try again in a few seconds."})  # fmt: skip
     assert get(client, "battles.csv").status_code == 200
 
 
