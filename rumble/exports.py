@@ -15,7 +15,8 @@ Layout of EXPORT_DIR (default ``<the database's directory>/exports``)::
 
     <game>/<name>.<etag>      a snapshot (name: rankings.csv, ..., battles.json, rumble.sqlite)
     <game>/.<name>.lock       held (flock) while that snapshot is written: one build per rumble and export
-    <game>/.<name>.*.tmp      a snapshot being written; renamed into place when complete
+    <game>/.<name>.*.tmp      a snapshot being written; renamed into place when complete (one left by a
+                              build that died is removed by the next build of that export)
     .build-<i>.lock           EXPORT_BUILDS slots: at most that many builds at once, across all workers
 
 The batch job (rumble.jobs) rewrites the stale snapshots of the pairings, the battles and the
@@ -59,7 +60,6 @@ REFRESHED_BY_JOB = ("pairings.csv", "pairings.json", "battles.csv", "battles.jso
 FORMAT_VERSION = 2  # part of every ETag: raise it when what a snapshot holds changes (2: CSV cells escaped)
 WAIT_SECONDS = 2.0  # how long a request waits for a snapshot being written before it takes the previous one (or a 503)
 POLL_SECONDS = 0.02  # how often a waiting request looks for the snapshot being written
-STALE_TMP_SECONDS = 3600.0  # a .tmp file this old was left by a build that died; it is removed
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's list of characters a spreadsheet may run
 STARTED, BUSY_EXPORT, BUSY_SLOTS = "started", "busy export", "busy slots"  # what start_build did
 _ETAG = re.compile(r"[0-9a-f]{32}")
@@ -253,6 +253,8 @@ class Snapshots:
             version = writer(temporary)
             with open(temporary, "rb+") as file:
                 os.fsync(file.fileno())  # complete on disk before its name says so
+            now = time.time()
+            os.utime(temporary, (now, now))  # written by this process's clock, the one its age is measured with
             path = folder / f"{name}.{self.etag(name, version)}"
             os.replace(temporary, path)
         except BaseException:
@@ -263,15 +265,14 @@ class Snapshots:
         return Snapshot(path, path.name[len(name) + 1 :], stat.st_mtime, stat.st_size)
 
     def _remove_older(self, folder: Path, name: str, keep: Path) -> None:
-        """Remove ``name``'s other snapshots (a reader that opened one keeps reading it) and
-        temporary files left by builds that died."""
+        """Remove ``name``'s other snapshots (a reader that opened one keeps reading it) and the
+        temporary files left by builds that died: only the holder of the export's lock writes one,
+        and that is the caller, whose own file is renamed by now."""
         for path in folder.glob(f"{name}.*"):
             if path != keep and _ETAG.fullmatch(path.name[len(name) + 1 :]):
                 path.unlink(missing_ok=True)
         for path in folder.glob(f".{name}.*.tmp"):
-            with contextlib.suppress(FileNotFoundError):
-                if time.time() - path.stat().st_mtime > STALE_TMP_SECONDS:
-                    path.unlink()
+            path.unlink(missing_ok=True)
 
     def obtain(self, game: str, name: str, etag: str, writer: Writer, wait: float | None = None) -> Snapshot | None:
         """The snapshot to serve to a request that read ``etag``.

@@ -97,8 +97,11 @@ def test_an_export_has_its_length_etag_and_last_modified_and_answers_304_while_u
 def test_an_upload_gives_the_next_request_a_new_snapshot_and_the_old_one_is_removed(app, client, rumble, upload, tmp_path, name):
     first = get(client, name)
     etag = first.headers["ETag"]
+    left_over = tmp_path / "exports" / "roborumble" / f".{name}.died.tmp"  # as a build that died leaves it
+    left_over.write_text("half")
     assert "received" in upload(battle(B, A, scores=(5000, 5000), uploader="Late"))
     second = get(client, name, **{"If-None-Match": etag})
+    assert not left_over.exists()
     assert second.status_code == 200 and second.headers["ETag"] != etag
     assert second.headers["Content-Length"] == str(len(second.get_data()))
     (path,) = snapshot_files(tmp_path / "exports" / "roborumble", name)
