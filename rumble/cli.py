@@ -313,19 +313,23 @@ def _rank_file(path: Path, methods: tuple[str, ...], progress):
 @db_option
 def batch(db: str | None) -> None:
     """Run the batch rankings once for every rumble whose log changed since its last run (as the schedule does)."""
-    from rumble.jobs import COMMAND_LINE, run_stale, take_daily_snapshot
+    from rumble.jobs import COMMAND_LINE, refresh_exports, run_stale, take_daily_snapshot
 
     _log_to_stderr(logging.WARNING)  # a rumble that fails is logged and skipped
-    conn = open_database(settings_for(db))
+    settings = settings_for(db)
+    conn = open_database(settings)
     try:
         take_daily_snapshot(conn)
         reports = run_stale(conn, COMMAND_LINE)
+        rewritten = refresh_exports(conn, settings)
     finally:
         conn.close()
     for r in reports:
         click.echo(f"{r.game}: batch run {r.run_id}, {int(r.ranked.kept.sum())} bots, {r.seen.battles} battles, {r.seconds:.1f} s")
     if not reports:
         click.echo("no rumble changed since its last batch run")
+    if rewritten:
+        click.echo(f"export snapshots rewritten: {', '.join(rewritten)}")
 
 
 register_admin_commands(cli)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from rumble import fields, melee, priority
 from rumble.battle import Battle
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing, Totals
 from rumble.ratings import online
-from rumble.store import Store, bots, format_time, pairings, utc_now
+from rumble.store import Store, bots, format_time, pairings
 from rumble.store import battles as battle_log
 from rumble.store import melee as melee_rows
 from rumble.store import priority as queue

@@ -26,10 +26,11 @@ from typing import IO, Any
 
 import numpy as np
 
-from rumble import melee, store
+from rumble import exports, melee, store
 from rumble.rankings.batch import METHODS, PAIRING_METHODS, WIN_RATE_METHODS
 from rumble.rankings.pairwise import Ranking, present, ranks_from_scores
 from rumble.store import batch as batch_store
+from rumble.store import export as export_store
 from rumble.store.rumbles import rumble_id
 
 log = logging.getLogger(__name__)
@@ -144,9 +145,33 @@ def scheduled_run(settings: dict[str, Any]) -> list[Report]:
     db = store.connect(settings["DB"], settings["SYNCHRONOUS"], migrate=False)
     try:
         take_daily_snapshot(db)
-        return run_stale(db, SCHEDULED)
+        reports = run_stale(db, SCHEDULED)
+        try:
+            refresh_exports(db, settings)
+        except Exception:  # the snapshots are written on request instead
+            log.exception("refreshing the export snapshots failed")
+        return reports
     finally:
         db.close()
+
+
+def refresh_exports(db: store.Store, settings: dict[str, Any]) -> list[str]:
+    """Rewrite the stale export snapshots that someone asked for before (rumble.exports), except the
+    rankings (small: written on request); ``game/name`` of each one rewritten."""
+    snapshots, rewritten = exports.Snapshots.from_settings(settings), []
+    for game in snapshots.games():
+        rid = rumble_id(db, game)
+        if rid is None:
+            continue
+        with store.read(db):
+            version = export_store.log_version(db, rid)
+        for name in exports.REFRESHED_BY_JOB:
+            writer = exports.table_writer(settings["DB"], rid, game, name)
+            if snapshots.refresh(game, name, snapshots.etag(name, version), writer) is not None:
+                rewritten.append(f"{game}/{name}")
+    if rewritten:
+        log.info("export snapshots rewritten: %s", ", ".join(rewritten))
+    return rewritten
 
 
 def take_daily_snapshot(db: store.Store) -> int:

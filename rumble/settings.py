@@ -59,6 +59,9 @@ SETTINGS = (
     Setting("PAGE_REQUESTS", 8, "Requests other than the client's (pages, JSON API, plots, exports, /admin) served at once per worker; more are answered 503 with Retry-After. Uploads never wait for them.", int),
     Setting("EXPORT_REQUESTS", 2, "Of the PAGE_REQUESTS, how many may be exports or plots at once per worker.", int),
     Setting("TRUSTED_PROXIES", 0, "Reverse proxies in front of the server whose X-Forwarded-For and X-Forwarded-Proto are believed (werkzeug's ProxyFix); 0: the connection's own address is the client's.", int),
+    Setting("EXPORT_DIR", None, "Folder of the bulk exports' snapshot files (default: exports/ beside the database file).", str),
+    Setting("EXPORT_MAX_AGE_MINUTES", 5.0, "An export's snapshot is still served this long after its rumble changed; then the next request writes a new one (0: on the first request after any change).", float),
+    Setting("EXPORT_BUILDS", 1, "Export snapshots that may be written at once, across all workers; a request that finds none free serves the previous snapshot.", int),
 )
 
 _BY_NAME = {setting.name: setting for setting in SETTINGS}

@@ -344,7 +344,7 @@ def test_rankings_show_mu_sigma_and_the_conservative_rating(client, upload):
     # XonStat Elo sorts by the per-battle value it shows, not by the pairwise one (found in review)
     ordered = client.get("/Rankings?game=meleerumble&api=1&order=-xonstat").json
     assert [r["name"] for r in ordered] == sorted(expected, key=lambda n: -expected[n][3])
-    exported = client.get("/api/v1/rumbles/meleerumble/export/rankings.json").json
+    exported = client.get("/api/v1/rumbles/meleerumble/export/rankings.json", buffered=True).json
     assert {"mu", "sigma", "conservative", "melee_battles"} <= set(exported["columns"])
     assert {r["name"]: r["xonstat"] for r in exported["rows"]} == {r["name"]: r["xonstat"] for r in rows}
     page = client.get("/Rankings?game=meleerumble").get_data(as_text=True)

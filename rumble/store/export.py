@@ -44,6 +44,25 @@ def snapshot(path: str | os.PathLike) -> Iterator[sqlite3.Connection]:
         conn.close()  # ends the read transaction
 
 
+def log_version(conn: sqlite3.Connection, rumble_id: int, schema: str = "main") -> tuple:
+    """What every export of the rumble depends on, read from indexes only (cheap enough for each
+    request): the rumble's row (its settings and rebuild generation), its newest battle, retirement
+    event, batch run and melee sweep, the newest day of its rank snapshot, and the file's restore
+    count (``PRAGMA user_version``, bumped by each ``rumble restore``). Equal versions, equal exports.
+    """
+    row = conn.execute(f"SELECT * FROM {schema}.rumbles WHERE id = ?", (rumble_id,)).fetchone()
+    newest = conn.execute(
+        f"SELECT (SELECT coalesce(max(id), 0) FROM {schema}.battles WHERE rumble_id = :r), "
+        f"(SELECT coalesce(max(id), 0) FROM {schema}.participant_events WHERE rumble_id = :r), "
+        f"(SELECT coalesce(max(id), 0) FROM {schema}.batch_runs WHERE rumble_id = :r), "
+        f"(SELECT coalesce(max(id), 0) FROM {schema}.melee_sweeps WHERE rumble_id = :r), "
+        f"(SELECT max(day) FROM {schema}.rank_history WHERE rumble_id = :r)",
+        {"r": rumble_id},
+    ).fetchone()
+    (epoch,) = conn.execute(f"PRAGMA {schema}.user_version").fetchone()
+    return (tuple(row or ()), tuple(newest), epoch)
+
+
 def pairing_rows(conn: sqlite3.Connection, rumble_id: int) -> Iterator[tuple]:
     """Every pairing of the rumble (both sides, retired bots' too), by bot and opponent name."""
     yield from conn.execute(
@@ -84,9 +103,10 @@ def _where(table: str) -> str:
     return "WHERE rumble_id = :rumble"
 
 
-def copy_rumble(path: str | os.PathLike, rumble_id: int, dest: str | os.PathLike) -> dict[str, int]:
+def copy_rumble(path: str | os.PathLike, rumble_id: int, dest: str | os.PathLike) -> tuple[dict[str, int], tuple]:
     """Write the rumble's rows of every exported table, with their schema and indexes, to the new file
-    ``dest``, all read in one snapshot of the database at ``path``; rows copied per table.
+    ``dest``, all read in one snapshot of the database at ``path``; rows copied per table, and the
+    ``log_version`` of that snapshot.
 
     The copy is a plain SQLite file in rollback-journal mode (one self-contained file).
     """
@@ -97,6 +117,7 @@ def copy_rumble(path: str | os.PathLike, rumble_id: int, dest: str | os.PathLike
         conn.execute("ATTACH DATABASE ? AS src", (f"{Path(path).resolve().as_uri()}?mode=ro",))
         counts = {}
         conn.execute("BEGIN")
+        version = log_version(conn, rumble_id, "src")  # the first read of src: the snapshot's own version
         tables = _exported_tables(conn)
         for table in tables:
             conn.execute(conn.execute("SELECT sql FROM src.sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()[0])
@@ -118,4 +139,4 @@ def copy_rumble(path: str | os.PathLike, rumble_id: int, dest: str | os.PathLike
         dest.unlink(missing_ok=True)
         raise
     conn.close()
-    return counts
+    return counts, version

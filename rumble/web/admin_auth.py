@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import hmac
 import secrets
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from flask import current_app, g, jsonify, make_response, redirect, render_template, request, session, url_for
 

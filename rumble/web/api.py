@@ -9,25 +9,23 @@ rendered from ENDPOINTS; a test checks that it documents every registered ``/api
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import os
-import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify, render_template, request, send_file, stream_with_context
+from flask import Blueprint, Response, current_app, jsonify, render_template, request, send_file
 
+from rumble import exports
 from rumble.parameters import MAX_PAGE, ParameterError, whole_number
 from rumble.store import batch as batch_store
 from rumble.store import details, export, history, read
 from rumble.store import rumbles as rumble_store
 from rumble.store.tables import RANKING_COLUMNS, RANKING_ORDER
-from rumble.web import get_db, now
+from rumble.web import clock, get_db, now
 from rumble.web.bots import NotFound, _found, _rumble
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 DEFAULT_LIMIT, MAX_LIMIT = 100, 5000
+RETRY_AFTER_SECONDS = 10  # an export whose first snapshot is not written yet: ask again after this
 PAGINATION = {"limit": f"items per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})", "page": f"the page, 1 to {MAX_PAGE:,} (default 1)"}
 PAGE_FIELDS = "total (items in all), page, limit, pages, items"
 
@@ -67,14 +65,18 @@ ENDPOINTS = [
     {"rule": "/api/v1/rumbles/<game>/stats", "summary": "The same for one rumble, with the bots lacking pairings.",
      "params": {}, "fields": "as /api/v1/stats, and lacking_pairings: [{name, missing, battles, last_battle}]"},
     {"rule": "/api/v1/rumbles/<game>/export/<any(rankings, pairings, battles):table>.<any(csv, json):fmt>",
-     "summary": "Bulk export of a whole rumble, streamed: rankings (every active bot), pairings (every pairing, both sides) or "
-                "battles (the whole log, no network addresses), as CSV with a header row or as JSON.",
+     "summary": "Bulk export of a whole rumble: rankings (every active bot), pairings (every pairing, both sides) or "
+                "battles (the whole log, no network addresses), as CSV with a header row or as JSON. Sent from a snapshot file "
+                "with Content-Length, ETag and Last-Modified (If-None-Match and If-Modified-Since get 304); a snapshot may be up to "
+                "EXPORT_MAX_AGE_MINUTES behind the log; 503 with Retry-After while a rumble's first one is written. A CSV cell "
+                "holding a string that begins with =, +, -, @, tab or CR starts with ' (spreadsheet formula injection); JSON keeps values as stored.",
      "params": {}, "fields": f"rankings: the columns of the rankings endpoint (rank_range as rank_best, rank_worst); pairings: "
                              f"{', '.join(export.PAIRING_COLUMNS)}; battles: {', '.join(export.BATTLE_COLUMNS)}. JSON: "
                              "{game, table, columns, rows: [{column: value}]}"},
     {"rule": "/api/v1/rumbles/<game>/export/rumble.sqlite",
      "summary": "The rumble as an SQLite file of its own, read in one snapshot: its rows of every table (battle log, pairings, "
-                "summaries, ratings, batch runs, daily ranks), with their schema and indexes. Opens as-is in Datasette or sqlite3.",
+                "summaries, ratings, batch runs, daily ranks), with their schema and indexes. Opens as-is in Datasette or sqlite3. "
+                "A snapshot file like the other exports (ETag, Last-Modified, 304).",
      "params": {}, "fields": "an SQLite 3 database (application/vnd.sqlite3)"},
 ]  # fmt: skip
 
@@ -82,9 +84,10 @@ ENDPOINTS = [
 class ApiError(Exception):
     """A bad request, answered as JSON with ``status``."""
 
-    def __init__(self, message: str, status: int = 400):
+    def __init__(self, message: str, status: int = 400, retry_after: int | None = None):
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
 
 
 @bp.errorhandler(ApiError)
@@ -92,6 +95,8 @@ class ApiError(Exception):
 def _error(error) -> Response:
     response = jsonify({"error": str(error)})
     response.status_code = error.status
+    if getattr(error, "retry_after", None):
+        response.headers["Retry-After"] = str(error.retry_after)
     return response
 
 
@@ -144,7 +149,7 @@ def rankings(game: str) -> Response:
 
     rid, order = _rumble(game), request.args.get("order", "-aps")
     try:
-        rows, state, banner = ranking_table(get_db(), rid, order, current_app.extensions["rumble.rumbles"][game].melee)
+        rows, state, banner = ranking_table(get_db(), rid, order, now().timestamp(), current_app.extensions["rumble.rumbles"][game].melee)
     except KeyError:
         raise ApiError(f"Cannot sort by {order!r}; use one of {', '.join(RANKING_ORDER)} (with - for descending).") from None
     return jsonify({"game": game, "order": order, "state": state, "banner": banner, **_paginated(rows)})
@@ -205,66 +210,52 @@ def rumble_stats(game: str) -> Response:
     return jsonify(stats_page(get_db(), game))
 
 
-def _ranking_export(rid: int, melee: bool = False) -> tuple[list[str], Iterable[tuple]]:
+def _ranking_export(melee: bool) -> Callable[[Any, int], tuple[list[str], Iterable[list]]]:
+    """The rankings table's columns and rows for the export, as /Rankings reads them (rank_range
+    split in two), read on the connection the snapshot writer gives."""
     from rumble.web.pages import MELEE_TITLES, ranking_table
 
-    rows, _, _ = ranking_table(get_db(), rid, "-aps", melee)
-    for row in rows:
-        row["rank_best"], row["rank_worst"] = row.pop("rank_range")
-    columns = ["rank", "rank_best", "rank_worst", "tied", "provisional", *RANKING_COLUMNS, *(MELEE_TITLES if melee else ())]
-    return columns, ([row.get(c) for c in columns] for row in rows)
+    app_clock = clock()  # read in the request; the snapshot is written by another thread
+
+    def read_rows(conn, rid: int) -> tuple[list[str], Iterable[list]]:
+        rows, _, _ = ranking_table(conn, rid, "-aps", app_clock.now().timestamp(), melee)
+        for row in rows:
+            row["rank_best"], row["rank_worst"] = row.pop("rank_range")
+        columns = ["rank", "rank_best", "rank_worst", "tied", "provisional", *RANKING_COLUMNS, *(MELEE_TITLES if melee else ())]
+        return columns, ([row.get(c) for c in columns] for row in rows)
+
+    return read_rows
 
 
-def _csv_lines(columns: list[str], rows: Iterable[Iterable]) -> Iterator[str]:
-    """CSV text a few hundred rows at a time (csv quotes commas, quotes and newlines in names)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    for n, row in enumerate(rows, start=1):
-        writer.writerow(row)
-        if n % 500 == 0:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue()
-
-
-def _json_lines(game: str, table: str, columns: list[str], rows: Iterable[Iterable]) -> Iterator[str]:
-    """One JSON document, written a row at a time: {game, table, columns, rows: [{column: value}]}."""
-    yield json.dumps({"game": game, "table": table, "columns": columns})[:-1] + ', "rows": ['
-    for n, row in enumerate(rows):
-        yield ("," if n else "") + "\n" + json.dumps(dict(zip(columns, row)))
-    yield "\n]}\n"
-
-
-def _snapshot_rows(path: str, table: str, rid: int) -> Iterator[tuple]:
-    """The pairings or battles of a rumble, read in one snapshot on a connection of their own."""
-    with export.snapshot(path) as conn:
-        yield from (export.pairing_rows if table == "pairings" else export.battle_rows)(conn, rid)
+def _snapshot_response(game: str, name: str, mimetype: str, download_name: str) -> Response:
+    """The rumble's snapshot of ``name`` (rumble.exports), sent from its file with its ETag and
+    Last-Modified; conditional GET (304) and ranges as werkzeug's send_file does them."""
+    settings = current_app.config["RUMBLE"]
+    rid, melee = _rumble(game), current_app.extensions["rumble.rumbles"][game].melee
+    hourly = melee and name.startswith("rankings.")
+    snapshots = exports.Snapshots.from_settings(settings)
+    writer = exports.table_writer(settings["DB"], rid, game, name, _ranking_export(melee), hourly)
+    for _ in range(3):  # a newer build may remove the chosen file before it is opened: look again
+        db = get_db()
+        with read(db):
+            etag = snapshots.etag(name, exports.with_clock(export.log_version(db, rid), hourly))
+        snapshot = snapshots.obtain(game, name, etag, writer)
+        if snapshot is None:
+            raise ApiError(f"The {name} export of {game} is not written yet; try again in a few seconds.",
+                           503, retry_after=RETRY_AFTER_SECONDS)  # fmt: skip
+        try:
+            return send_file(snapshot.path, mimetype=mimetype, as_attachment=True, download_name=download_name,
+                             etag=snapshot.etag, last_modified=snapshot.written, conditional=True)  # fmt: skip
+        except FileNotFoundError:
+            continue
+    raise ApiError(f"The {name} export of {game} keeps changing; try again in a few seconds.", 503, retry_after=RETRY_AFTER_SECONDS)
 
 
 @bp.get("/rumbles/<game>/export/<any(rankings, pairings, battles):table>.<any(csv, json):fmt>")
 def export_table(game: str, table: str, fmt: str) -> Response:
-    rid = _rumble(game)
-    if table == "rankings":
-        columns, rows = _ranking_export(rid, current_app.extensions["rumble.rumbles"][game].melee)
-    else:
-        columns = list(export.PAIRING_COLUMNS if table == "pairings" else export.BATTLE_COLUMNS)
-        rows = _snapshot_rows(current_app.config["RUMBLE"]["DB"], table, rid)
-    body = _csv_lines(columns, rows) if fmt == "csv" else _json_lines(game, table, columns, rows)
-    response = Response(stream_with_context(body), mimetype="text/csv" if fmt == "csv" else "application/json")
-    response.headers["Content-Disposition"] = f'attachment; filename="{game}-{table}.{fmt}"'
-    return response
+    return _snapshot_response(game, f"{table}.{fmt}", "text/csv" if fmt == "csv" else "application/json", f"{game}-{table}.{fmt}")
 
 
 @bp.get("/rumbles/<game>/export/rumble.sqlite")
 def export_sqlite(game: str) -> Response:
-    rid = _rumble(game)
-    handle, path = tempfile.mkstemp(prefix=f"rumble-{game}-", suffix=".sqlite")
-    os.close(handle)
-    try:
-        export.copy_rumble(current_app.config["RUMBLE"]["DB"], rid, path)
-        copy = open(path, "rb")
-    finally:
-        os.unlink(path)  # the open file stays readable until sent and closed
-    return send_file(copy, mimetype="application/vnd.sqlite3", as_attachment=True, download_name=f"{game}.sqlite")
+    return _snapshot_response(game, exports.SQLITE, "application/vnd.sqlite3", f"{game}.sqlite")

@@ -106,7 +106,7 @@ def rankings():
     rid = rumble_store.rumble_id(db, game)
     melee = current_app.extensions["rumble.rumbles"][game].melee
     try:
-        rows, state, banner = ranking_table(db, rid, order, melee)
+        rows, state, banner = ranking_table(db, rid, order, now().timestamp(), melee)
     except KeyError:
         keys = [*tables.RANKING_ORDER, *(MELEE_TITLES if melee else ())]
         abort(400, description=f"Cannot sort by {order!r}; use one of {', '.join(keys)} (with - for descending).")
@@ -132,16 +132,16 @@ def _columns(melee: bool) -> dict[str, str]:
     return {**{k: COLUMN_TITLES[k] for k in keys[:at]}, **MELEE_TITLES, **{k: COLUMN_TITLES[k] for k in keys[at:]}}
 
 
-def ranking_table(db, rid: int, order: str, melee: bool = False) -> tuple[list[dict], str, str]:
+def ranking_table(db, rid: int, order: str, moment: float, melee: bool = False) -> tuple[list[dict], str, str]:
     """The rankings rows in ``order`` with provisional marks and statistical ties, and the stability
-    banner (state, text): what /Rankings and /api/v1 show. A melee rumble's rows also carry its
-    Weng-Lin columns, which ``order`` may name. KeyError for an unknown order."""
+    banner (state, text): what /Rankings and /api/v1 show, with deviations grown up to ``moment``
+    (seconds since 1970). A melee rumble's rows also carry its Weng-Lin columns, which ``order`` may
+    name. KeyError for an unknown order."""
     # A melee rumble shows the whole-battle XonStat Elo (_with_melee), so it sorts by that one too.
     melee_order = melee and order.lstrip("-") in (*MELEE_TITLES, "xonstat")
-    moment = now().timestamp()
     rows = [_with_provisional(figures.deviations_now(row, moment)) for row in tables.ranking_rows(db, rid, "-aps" if melee_order else order)]
     if melee:
-        _with_melee(rows, melee_store.ratings_by_name(db, rid), order if melee_order else None)
+        _with_melee(rows, melee_store.ratings_by_name(db, rid), order if melee_order else None, moment)
     for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):
         row["rank_range"], row["tied"] = [best, worst], best != worst
     state, banner = ties.stability([r["pairings"] for r in rows], tables.unrated_since_last_event(db, rid))
@@ -177,10 +177,9 @@ def _with_provisional(row: dict) -> dict:
     return row
 
 
-def _with_melee(rows: list[dict], found: dict, order: str | None) -> None:
-    """Add each bot's Weng-Lin mu, sigma (grown for its inactivity up to now), mu − 3σ and rated
+def _with_melee(rows: list[dict], found: dict, order: str | None, moment: float) -> None:
+    """Add each bot's Weng-Lin mu, sigma (grown for its inactivity up to ``moment``), mu − 3σ and rated
     melee battles, and its XonStat Elo from whole battles; sort by ``order`` if it is one of those."""
-    moment = now().timestamp()
     for row in rows:
         rating = found.get(row["name"])
         sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, moment) if rating else None

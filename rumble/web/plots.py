@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import threading
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, timedelta
 
 from flask import Response, request
 

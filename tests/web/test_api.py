@@ -35,7 +35,7 @@ def rumble(upload):
 
 
 def _json(client, path, status=200, **args):
-    response = client.get(path, query_string=args)
+    response = client.get(path, query_string=args, buffered=True)  # buffered: an export's file is closed
     assert response.status_code == status, response.get_data(as_text=True)
     assert response.mimetype == "application/json" and response.headers["X-Content-Type-Options"] == "nosniff"
     return response.json
@@ -129,12 +129,12 @@ def test_names_come_back_exactly_in_json_and_csv_and_escaped_on_the_reference_pa
     raw = client.get("/api/v1/rumbles/roborumble/rankings").get_data(as_text=True)
     assert json.loads(raw)["items"][names.index(EVIL)]["name"] == EVIL
     assert _json(client, "/api/v1/rumbles/roborumble/bots/" + EVIL)["bot"]["name"] == EVIL
-    rows = list(csv.DictReader(io.StringIO(client.get("/api/v1/rumbles/roborumble/export/pairings.csv").get_data(as_text=True))))
+    rows = list(csv.DictReader(io.StringIO(client.get("/api/v1/rumbles/roborumble/export/pairings.csv", buffered=True).get_data(as_text=True))))
     assert sum(row["bot"] == EVIL for row in rows) == 3 and sum(row["opponent"] == EVIL for row in rows) == 3
 
 
 def test_exports_hold_the_whole_rumble_in_csv_and_json(client, rumble):
-    battles_csv = client.get("/api/v1/rumbles/roborumble/export/battles.csv")
+    battles_csv = client.get("/api/v1/rumbles/roborumble/export/battles.csv", buffered=True)
     assert battles_csv.mimetype == "text/csv" and "attachment" in battles_csv.headers["Content-Disposition"]
     rows = list(csv.DictReader(io.StringIO(battles_csv.get_data(as_text=True))))
     assert [(r["first"], r["second"], int(r["first_score"]), int(r["second_score"])) for r in rows] == RESULTS
@@ -144,7 +144,7 @@ def test_exports_hold_the_whole_rumble_in_csv_and_json(client, rumble):
     pairings = _json(client, "/api/v1/rumbles/roborumble/export/pairings.json")["rows"]
     assert len(pairings) == 12  # 4 bots, each pair met: 6 pairings, both sides
     assert {(p["bot"], p["opponent"]): p["aps"] for p in pairings}[(A, B)] == pytest.approx(55.0)
-    ranking = list(csv.DictReader(io.StringIO(client.get("/api/v1/rumbles/roborumble/export/rankings.csv").get_data(as_text=True))))
+    ranking = list(csv.DictReader(io.StringIO(client.get("/api/v1/rumbles/roborumble/export/rankings.csv", buffered=True).get_data(as_text=True))))
     assert {r["name"]: float(r["aps"]) for r in ranking} == pytest.approx(APS)
     assert client.get("/api/v1/rumbles/roborumble/export/bots.csv").status_code == 404
 

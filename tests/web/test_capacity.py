@@ -3,10 +3,9 @@ Retry-After when their slots are taken; the client's endpoints never do."""
 
 from __future__ import annotations
 
-import time
 
 import pytest
-from conftest import battle
+from conftest import battle, now_ms
 
 from rumble.app import create_app
 from rumble.protocol.upload import format_upload
@@ -38,12 +37,12 @@ def test_a_held_export_slot_refuses_the_next_export_but_not_pages_or_uploads(sma
     client = small_app.test_client()
     held = client.get(EXPORT, buffered=False)  # streaming, not read: keeps its slot
     assert held.status_code == 200
-    busy = client.get(EXPORT)
+    busy = client.get(EXPORT, buffered=True)
     assert (busy.status_code, busy.headers["Retry-After"], busy.get_data(as_text=True)) == (503, "5", BUSY_EXPORTS)
     assert client.get("/RumbleStats/uploads.svg").status_code == 503  # a plot is an export too
     assert client.get("/Rankings?game=roborumble").status_code == 200
     held.close()
-    assert client.get(EXPORT).status_code == 200
+    assert client.get(EXPORT, buffered=True).status_code == 200  # buffered: the test client closes the file
 
 
 def test_full_page_slots_answer_503_while_uploads_are_accepted(small_app):
@@ -53,7 +52,7 @@ def test_full_page_slots_answer_503_while_uploads_are_accepted(small_app):
     assert (busy.status_code, busy.headers["Retry-After"], busy.mimetype) == (503, "5", "text/plain")
     assert busy.get_data(as_text=True) == BUSY_PAGES.replace("serving 1 page", "serving 2 page")
     assert client.get("/admin").status_code == 503
-    now = int(time.time() * 1000)
+    now = now_ms()
     answer = client.post("/UploadedResults", data=format_upload(battle("a.A 1", "b.B 1", (6000, 4000), time_ms=now)))
     assert (answer.status_code, answer.get_data(as_text=True)) == (200, "[a.A_1,b.B_1]\n<1 1>\nOK. a.A 1 vs b.B 1 received for roborumble\n")  # the only pairing is also the priority
     assert client.get("/RatingsFile?version=1&game=roborumble").status_code == 200

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import random
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from conftest import battle
+from conftest import battle, now_ms
 
 from rumble import fields, store
 from rumble.app import create_app
@@ -141,7 +140,7 @@ def test_threads_of_one_worker_share_one_copy_and_agree_with_a_rebuild(tmp_path,
     monkeypatch.setattr(fields, "load", lambda db, rid: loads.append(rid) or real_load(db, rid))
     rng = random.Random(8)
     bots = [f"p.B{i} 1" for i in range(9)]
-    now = int(time.time() * 1000)
+    now = now_ms()
     bodies, expected = [], []
     for n in range(160):
         a, b = rng.sample(bots, 2)
