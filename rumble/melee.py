@@ -49,6 +49,7 @@ reproduces every reassembled battle and rating bit for bit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from rumble.ratings import weng_lin, xonstat
@@ -152,13 +153,24 @@ def rebuild(db: Store, rumble_id: int) -> int:
     """Recompute a rumble's reassembled battles and melee ratings from its log and recorded sweeps
     (caller holds the transaction); returns the number of battles rated."""
     rows.clear_rumble(db, rumble_id)
-    sweeps = rows.sweeps_in_order(db, rumble_id)
+    return replay(db, rumble_id)[0]
+
+
+def replay(db: Store, rumble_id: int, after: int = 0, up_to: int | None = None, sweeps_after: int = 0,
+           counts: Callable[[str, int], bool] | None = None) -> tuple[int, int]:  # fmt: skip
+    """Gather the rumble's pairs with log ids in (after, up_to] and replay the sweeps recorded after
+    sweep ``sweeps_after``, in order (a rebuild goes on from where it was); ``counts(state, id)``
+    says which pairs count (default: those in state 'ok'). Returns (battles rated, last sweep id)."""
+    sweeps = rows.sweeps_in_order(db, rumble_id, sweeps_after)
+    states = ("ok",) if counts is None else ("ok", "flagged", "removed")
     rated = done = 0
-    for pair in rows.iter_pairs(db, rumble_id):
-        while done < len(sweeps) and sweeps[done][0] < pair.id:
-            rated += len(_timeouts(db, rumble_id, sweeps[done][1], sweeps[done][0]))
+    for state, pair in rows.iter_pairs(db, rumble_id, after=after, up_to=up_to, states=states):
+        if counts is not None and not counts(state, pair.id):
+            continue
+        while done < len(sweeps) and sweeps[done][1] < pair.id:
+            rated += len(_timeouts(db, rumble_id, sweeps[done][2], sweeps[done][1]))
             done += 1
         rated += len(add_pair(db, rumble_id, pair))
-    for after, swept_at in sweeps[done:]:
-        rated += len(_timeouts(db, rumble_id, swept_at, after))
-    return rated
+    for _, after_id, swept_at in sweeps[done:]:
+        rated += len(_timeouts(db, rumble_id, swept_at, after_id))
+    return rated, sweeps[-1][0] if sweeps else sweeps_after

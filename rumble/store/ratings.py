@@ -90,7 +90,9 @@ def pairing_aps(db: Store, rumble_id: int, pairs: list[tuple[int, int]] | None =
     return rows
 
 
-def events_in_order(db: Store, rumble_id: int) -> list[tuple[int, int, bool, int]]:
-    """(event id, bot, active, after battle id) of the rumble's retirements and restorations, in order."""
-    return [(e, bot, bool(active), after) for e, bot, active, after in db.execute(
-        "SELECT id, bot_id, active, after_battle_id FROM participant_events WHERE rumble_id = ? ORDER BY id", (rumble_id,))]  # fmt: skip
+def events_in_order(db: Store, rumble_id: int, after: int = 0) -> list[tuple[int, int, bool, int]]:
+    """(event id, bot, active, after battle id) of the rumble's retirements and restorations after
+    event ``after``, in order."""
+    return [(e, bot, bool(active), after_battle) for e, bot, active, after_battle in db.execute(
+        "SELECT id, bot_id, active, after_battle_id FROM participant_events WHERE rumble_id = ? AND id > ? ORDER BY id",
+        (rumble_id, after))]  # fmt: skip
