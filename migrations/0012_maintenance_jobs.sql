@@ -1,0 +1,18 @@
+-- Maintenance jobs (rumble/maintenance_jobs.py): a rebuild, flag, rollback or unflag asked for at
+-- /admin runs as a process of its own (`rumble run-job ID`), outside the request, and this row is
+-- how /admin follows it. The job's own effect is audited in the audit log when it is swapped in.
+CREATE TABLE jobs (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,                 -- rebuild, flag, rollback, unflag
+    args TEXT NOT NULL DEFAULT '{}',    -- JSON object: what to do and for whom (game, criteria, requested by)
+    state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'running', 'done', 'failed')),
+    progress TEXT NOT NULL DEFAULT '',  -- e.g. 'roborumble: 120000 of 719400 battles replayed'
+    requested_by TEXT NOT NULL,
+    pid INTEGER,                        -- the process running it, to tell a dead job from a slow one
+    created TEXT NOT NULL,
+    started TEXT,
+    finished TEXT,
+    result TEXT,                        -- JSON object, when done
+    error TEXT                          -- why it failed
+);
+CREATE INDEX jobs_by_state ON jobs (state, id);
