@@ -126,7 +126,8 @@ def restore(db: str | None, yes: bool, path: Path) -> None:
     Safe while the server runs: it waits for the write lock, and the workers see the restored
     file from their next request on. Everything written since the backup is lost.
     """
-    from rumble.store.backup import NotARumbleDatabase, open_backup
+    from rumble import maintenance
+    from rumble.store.backup import NotARumbleDatabase, open_backup, prepare
     from rumble.store.backup import restore as copy_in
 
     try:
@@ -142,12 +143,17 @@ def restore(db: str | None, yes: bool, path: Path) -> None:
             if not yes:
                 click.confirm(f"Replace {values['DB']} with {path}? Everything written since that backup is lost", abort=True)
             update, close = _bar("restore")
+            prepared = None
             try:
-                copy_in(conn, source, update)
+                prepared = prepare(source, values["DB"], update)  # aside: uploads go on meanwhile
+                with maintenance.one_at_a_time(conn):  # not in the middle of a rebuild or rollback's swap
+                    copy_in(conn, prepared)
             except sqlite3.OperationalError as error:  # e.g. a page size the live WAL file cannot take
                 raise click.ClickException(f"could not restore {path}: {error}") from None
             finally:
                 close()
+                if prepared is not None:
+                    prepared.unlink(missing_ok=True)
         finally:
             conn.close()
     finally:

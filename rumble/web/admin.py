@@ -299,18 +299,21 @@ def _start_job(kind: str, args: dict, **fields):
     maintenance_jobs.spawn(current_app.config["RUMBLE"]["DB"], job_id)
     if g.admin_via == "session":
         return redirect(url_for("admin.audit_page"), code=303)
-    response = jsonify(action=kind, job=job_id, state="queued", url=url_for("admin.job_page", job_id=job_id), **fields)
+    response = jsonify(action=kind, job=job_id, state="queued", url=url_for("admin.job_page", id=job_id), **fields)
     response.status_code = 202
     return response
 
 
-@bp.get("/jobs/<int:job_id>")
+@bp.get("/jobs")
 @admin_required
-def job_page(job_id: int):
-    """A maintenance job's row (state, progress, result or error), as JSON."""
-    found = maintenance_jobs.job_state(get_db(), job_id)
+def job_page():
+    """The newest maintenance jobs as JSON, or with ``id`` that job's row (state, progress, result or error)."""
+    wanted = request.args.get("id", "")
+    if not wanted:
+        return jsonify(maintenance_jobs.recent(get_db()))
+    found = maintenance_jobs.job_state(get_db(), int(wanted)) if wanted.isascii() and wanted.isdigit() and len(wanted) < 19 else None
     if found is None:
-        return _done("job", 404, error=f"no job {job_id}")
+        return _done("job", 404, error=f"no job {wanted!r}")
     return jsonify(found)
 
 
