@@ -16,3 +16,12 @@ CREATE TABLE jobs (
     error TEXT                          -- why it failed
 );
 CREATE INDEX jobs_by_state ON jobs (state, id);
+
+-- What each rumble's latest maintenance swap rewrote (rumble/maintenance.py), so that a server
+-- worker whose in-memory copy of the field is one generation behind catches up on those pairings
+-- (and every bot's ratings and active flag) instead of reading the whole rumble again.
+CREATE TABLE field_swaps (
+    rumble_id INTEGER PRIMARY KEY REFERENCES rumbles(id),
+    generation INTEGER NOT NULL,        -- the generation the swap made
+    pairs TEXT                          -- JSON [[bot, opponent], ...] (bot < opponent) of the pairings written or deleted; NULL: too many, reload
+);

@@ -14,7 +14,10 @@ the same log through the same code (``rebuild.advance``) outside the lock instea
    states change (a rollback, flag or unflag), and only the rows that differ from the replay are
    written: the pairings that differed at step 2 or changed since, every bot's summary, ratings
    and active flag (a row per bot), the melee rows that differ. The generation is bumped, as
-   ``rebuild_rumble`` does, so every worker reloads its copy of the field (rumble/fields.py).
+   ``rebuild_rumble`` does, so every worker brings its copy of the field up to date: the swap
+   records which pairings it rewrote (``field_swaps``), and a worker one generation behind reads
+   just those, every bot's ratings and active flag, and the battles since its copy (rumble/fields.py),
+   instead of the whole rumble (1.2 s for 1,200 bots, which an upload would wait for).
 
 The tables equal those of a blocking rebuild at the moment of the swap, bit for bit: the replay is
 the same code over the same battles and events in the same order, the totals are exact integer
@@ -42,6 +45,9 @@ from rumble.store import ratings as rating_rows
 
 CATCH_UP_ROUNDS = 6  # snapshots after the first replay; each replays what arrived during the last
 FEW_LEFT = 200  # battles left for the swap to replay under the lock (a few ms each)
+# A worker catches up on at most this many rewritten pairings under the write lock (one indexed read
+# each); after a bigger swap it reads the whole rumble again, outside the lock (rumble/fields.py).
+WORKER_CATCH_UP_PAIRS = 5_000
 
 
 class Conflict(RuntimeError):
@@ -219,4 +225,6 @@ def _swap(db: Store, job: Job, min_battles: int) -> None:
     if job.melee:
         job.written["melee rows"] = melee_rows.swap_shadow(db, rid)
     rating_rows.bump_generation(db, rid)
+    swapped = sorted({(min(a, b), max(a, b)) for a, b in write_keys | drop_keys})
+    rating_rows.record_swap(db, rid, job.generation + 1, swapped if len(swapped) <= WORKER_CATCH_UP_PAIRS else None)
     fields.forget(db, rid)

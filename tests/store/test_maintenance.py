@@ -10,11 +10,16 @@ import time
 import pytest
 from conftest import battle
 
-from rumble import maintenance, maintenance_jobs, store
+import numpy as np
+
+from rumble import fields, maintenance, maintenance_jobs, store
 from rumble.protocol.games import load_rumbles
 from rumble.rebuild import rebuild_rumble
 from rumble.store.integrity import BattleFilter
+from rumble.store import ratings as rating_rows
+from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot
+from rumble.web import get_db
 
 BOTS = [f"pkg{i % 3}.Bot{i} 1.{i}" for i in range(10)]
 ROUNDS = load_rumbles()["roborumble"].rounds
@@ -42,6 +47,27 @@ def _fresh_rebuild(db) -> tuple:
 def _remove(client, name: str) -> str:
     body = f"version=1&game=roborumble&name={name.replace(' ', '_')}&dummy=NA\n".encode()
     return client.post("/RemoveOldParticipant", data=body).get_data(as_text=True)
+
+
+def _assert_worker_copy_equals_a_fresh_load(app) -> None:
+    """The test client's connection stands for a worker: its copy of the field, one generation behind
+    after the swap, catches up on what the swap rewrote and must equal a copy read afresh."""
+    with app.app_context():
+        db = get_db()
+        rid = rumble_id(db, "roborumble")
+        held = db._cache[("field", rid)]
+        assert held.seen[2] + 1 == db.execute("SELECT generation FROM rumbles WHERE id = ?", (rid,)).fetchone()[0]
+        assert rating_rows.swap_after(db, rid, held.seen[2]) is not None  # caught up, not read again
+        with store.write(db):
+            copy = fields.current(db, rid)
+            fresh = fields.load(db, rid)
+        assert copy is held and copy.seen == fresh.seen
+        n = len(fresh.field.ids)
+        assert copy.field.ids == fresh.field.ids
+        assert np.array_equal(copy.field.active[:n], fresh.field.active[:n])
+        assert np.array_equal(copy.field.aps[:n, :n], fresh.field.aps[:n, :n], equal_nan=True)
+        assert np.array_equal(copy.field.table[:, :n], fresh.field.table[:, :n], equal_nan=True)
+        assert np.array_equal(copy.field.xonstat_battles[:n], fresh.field.xonstat_battles[:n])
 
 
 class Meanwhile:
@@ -79,6 +105,7 @@ def test_uploads_during_a_rebuild_end_equal_to_a_fresh_rebuild(app, client, uplo
     assert job.replay.replayed == 150 + 12 + 6 + 1
     assert db.execute("SELECT generation FROM rumbles WHERE name = 'roborumble'").fetchone()[0] == before + 1
     swapped = _tables(db)
+    _assert_worker_copy_equals_a_fresh_load(app)
     assert swapped == _fresh_rebuild(db)
     # The server's copy of the field reloads after the generation bump: later uploads still equal a rebuild.
     _season(upload, rng, 20, meanwhile.now - 200)
@@ -100,6 +127,7 @@ def test_a_rollback_computed_aside_moves_only_the_battles_that_matched_when_aske
     outcome = maintenance_jobs.change_battles(db, "rollback", BattleFilter(uploader="Mallory"), max_id, 3, "alice", {"via": "test"},
                                               lambda game, done, total: meanwhile(done))  # fmt: skip
     assert outcome.moved == {"roborumble": 30}
+    _assert_worker_copy_equals_a_fresh_load(app)
     states = dict(db.execute("SELECT state, count(*) FROM battles WHERE uploader = 'Mallory' GROUP BY state").fetchall())
     assert states == {"removed": 30, "ok": 12 + 6 + 1}  # those sent while it ran still count
     assert _tables(db) == _fresh_rebuild(db)
