@@ -34,10 +34,10 @@ import fcntl
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from rumble import fields, priority, rebuild
+from rumble import fields, melee, priority, rebuild
 from rumble.rankings import scores
 from rumble.rankings.scores import Totals
-from rumble.store import Store, bots, pairings, read, utc_now, write
+from rumble.store import Store, bots, pairings, read, restore_epoch, utc_now, write
 from rumble.store import battles as battle_log
 from rumble.store import melee as melee_rows
 from rumble.store import priority as queue
@@ -96,10 +96,6 @@ def one_at_a_time(db: Store) -> Iterator[None]:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
-def _epoch(db: Store) -> int:
-    return db.execute("PRAGMA user_version").fetchone()[0]
-
-
 def recompute(
     db: Store, game: str, rounds: int, min_battles: int, progress: Callable[[int], None] | None = None,
     moved: frozenset[int] = frozenset(), moved_to: str = "ok", in_swap: Callable[[Store, Job], None] | None = None,
@@ -111,7 +107,7 @@ def recompute(
     ``replay.replayed`` counts every battle replayed."""
     with read(db):
         replay = rebuild.start(db, game, rounds, moved, moved_to)
-        job = Job(game, replay, melee_rows.is_melee(db, replay.rumble_id), _epoch(db), rating_rows.generation(db, replay.rumble_id))
+        job = Job(game, replay, melee_rows.is_melee(db, replay.rumble_id), restore_epoch(db), rating_rows.generation(db, replay.rumble_id))
         if job.melee:
             melee_rows.make_shadow(db)
         _advance(db, job, progress)
@@ -138,7 +134,7 @@ def recompute(
 
 
 def _check(db: Store, job: Job) -> None:
-    if _epoch(db) != job.epoch or rating_rows.generation(db, job.replay.rumble_id) != job.generation:
+    if restore_epoch(db) != job.epoch or rating_rows.generation(db, job.replay.rumble_id) != job.generation:
         raise Conflict(f"{job.game} was restored or rebuilt by other means meanwhile; nothing was changed, run it again")
 
 
@@ -153,8 +149,6 @@ def _advance(db: Store, job: Job, progress: Callable[[int], None] | None) -> int
 
 
 def _melee_replay(db: Store, job: Job, after: int, up_to: int) -> tuple[int, int]:
-    from rumble import melee
-
     return melee.replay(db, job.replay.rumble_id, after, up_to, job.sweep_id, job.replay.counts)
 
 
