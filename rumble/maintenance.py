@@ -162,7 +162,7 @@ def _compare(db: Store, replay: rebuild.Replay) -> Base:
             extra.add((a, b))
             continue
         seen += 1
-        if (p.battles, p.aps, p.aps_m2, p.survival, p.last_battle) != tuple(row):
+        if _values(p) != tuple(row):
             differ.add((a, b))
     if seen < len(state):  # pairings the live table lacks
         live = {(a, b) for a, b, *_ in pairings.rumble_pairings(db, replay.rumble_id)}
@@ -179,6 +179,11 @@ def _compare(db: Store, replay: rebuild.Replay) -> Base:
             by_bot.setdefault(a, []).append(p)
     totals = {a: scores.totals_of(by_bot.get(a, ())) for a in last}
     return Base(replay.battle_id, differ, extra, totals, last, active, opponents)
+
+
+def _values(p: scores.Pairing) -> tuple:
+    """A pairing as the table's columns hold it."""
+    return (p.battles, p.aps, p.aps_m2, p.survival, p.last_battle)
 
 
 def _swap(db: Store, job: Job, min_battles: int) -> None:
@@ -201,8 +206,13 @@ def _swap(db: Store, job: Job, min_battles: int) -> None:
         if new is not None and new.last_battle > last.get(a, ""):
             last[a] = new.last_battle
     touched = {(a, b) for x, y in battle_log.pairs_after(db, rid, base.battle_id) for a, b in ((x, y), (y, x))}
-    write_keys = (base.differ | set(changed) | touched) & state.keys()
-    drop_keys = (base.extra | set(changed) | touched) - state.keys()
+    since = set(changed) | touched  # changed since the comparison: written only where the live row differs now
+    live = pairings.pairing_values(db, rid, sorted(since & state.keys() - base.differ))
+    write_keys = base.differ & state.keys() | {
+        (a, b) for a, b in since & state.keys() - base.differ
+        if live.get((a, b)) != _values(state[a, b])
+    }
+    drop_keys = (base.extra | since) - state.keys()
     held = queue.held_pairs(db, rid)
     pairings.replace_pairings(db, rid, (
         (a, b, state[a, b], priority.pairing_priority(state[a, b], min_battles) if a < b and (a, b) not in held else None)

@@ -84,6 +84,18 @@ def rumble_pairings(db: Store, rumble_id: int):
     return db.execute(f"SELECT bot_id, opponent_id, {_PAIRING} FROM pairings WHERE rumble_id = ?", (rumble_id,))
 
 
+def pairing_values(db: Store, rumble_id: int, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], tuple]:
+    """(battles, aps, aps_m2, survival, last_battle) of each (bot, opponent) in ``keys`` the table has."""
+    found = {}
+    for a, b in keys:
+        row = db.execute(
+            f"SELECT {_PAIRING} FROM pairings WHERE rumble_id = ? AND bot_id = ? AND opponent_id = ?", (rumble_id, a, b)
+        ).fetchone()
+        if row is not None:
+            found[a, b] = tuple(row)
+    return found
+
+
 def replace_pairings(db: Store, rumble_id: int, rows: Iterable[tuple[int, int, Pairing, float | None]]) -> None:
     """Write (bot, opponent, pairing, priority) rows over whatever the table has for them."""
     db.conn.executemany(
