@@ -125,7 +125,7 @@ def recompute(
             _check(db, job)
             if in_swap is not None:
                 in_swap(db, job)
-            _advance(db, job, progress)
+            _advance(db, job, None)  # no progress callback under the lock: it may write (a job's progress row)
             _swap(db, job, min_battles)
     finally:
         if job.melee:

@@ -390,7 +390,7 @@ def test_a_rebuild_or_rollback_computed_aside_equals_a_blocking_one_with_pairs_a
             assert set_state_of(conn, sorted(moved), ("ok", "flagged"), "removed") == len(moved)
 
     maintenance.recompute(job_db, "meleerumble", 35, 3, meanwhile, moved, moved_to, swap_in)
-    assert len(calls) >= 3 and job_db.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] == 0  # shadow dropped
+    assert len(calls) >= 2 and job_db.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] == 0  # shadow dropped
     job_db.close()
     swapped = (melee_rows.dump(db, rid), snapshot(db, rid))
     with store.write(db):

@@ -73,7 +73,8 @@ def _assert_worker_copy_equals_a_fresh_load(app) -> None:
 class Meanwhile:
     """A progress callback that stands for the server's other workers: on the first calls (the
     replay aside and the first catch-up, both outside the write lock) it uploads battles and
-    retires a bot, as clients would while the maintenance job runs; never under the swap's lock."""
+    retires a bot, as clients would while the maintenance job runs. It is never called under the
+    swap's lock (an upload from there would wait for that lock forever)."""
 
     def __init__(self, client, upload, rng: random.Random):
         self.client, self.upload, self.rng = client, upload, rng
@@ -101,7 +102,7 @@ def test_uploads_during_a_rebuild_end_equal_to_a_fresh_rebuild(app, client, uplo
     meanwhile = Meanwhile(client, upload, rng)
     with maintenance.one_at_a_time(db):
         job = maintenance.recompute(db, "roborumble", ROUNDS, 3, meanwhile)
-    assert meanwhile.calls >= 3  # the aside replay, a catch-up, the swap
+    assert meanwhile.calls >= 2  # the aside replay, a catch-up (none under the swap's lock)
     assert job.replay.replayed == 150 + 12 + 6 + 1
     assert db.execute("SELECT generation FROM rumbles WHERE name = 'roborumble'").fetchone()[0] == before + 1
     swapped = _tables(db)
