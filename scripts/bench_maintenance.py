@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=8, help="uploading client processes")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds of plain uploads before and between the two jobs")
     parser.add_argument("--check", action="store_true", help="afterwards, compare the served tables with a fresh rebuild")
+    parser.add_argument("--restore", action="store_true",
+                        help="afterwards, back the database up and restore it: the time spent aside and under the write lock")
     args = parser.parse_args(argv)
     args.battles_per_pairing, args.rebuild_data = 1, False
     rumble = load_rumbles(settings.load()["RUMBLES_FILE"])[bench.GAME]
@@ -168,10 +170,35 @@ def main(argv: list[str] | None = None) -> int:
             old = blocking_rebuild_seconds(run_db)
             print(f"check         tables equal a fresh rebuild: {snapshot(db) == served} (rebuilt in {old:.1f} s)")
             db.close()
+        if args.restore:
+            restore_report(run_db, args.workdir / f"maint-backup-{os.getpid()}.db")
     finally:
         bench.remove_database(run_db)
         bench.remove_database(old_db)
     return 0
+
+
+def restore_report(live: Path, copy: Path) -> None:
+    """``rumble restore``'s two steps on the ladder: preparing the backup aside, and the copy under the lock."""
+    from rumble.store import backup
+
+    db = store.connect(live)
+    try:
+        backup.backup(db, copy)
+        started = time.perf_counter()
+        source = backup.open_backup(copy)
+        prepared = backup.prepare(source, live)
+        source.close()
+        aside = time.perf_counter() - started
+        started = time.perf_counter()
+        backup.restore(db, prepared)
+        locked = time.perf_counter() - started
+        size = prepared.stat().st_size / 2**20
+        prepared.unlink()
+    finally:
+        db.close()
+        bench.remove_database(copy)
+    print(f"restore       {size:.0f} MiB: prepared aside in {aside:.1f} s (uploads go on), copied in under the write lock in {locked:.1f} s")
 
 
 if __name__ == "__main__":
