@@ -14,7 +14,6 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from rumble import store
 from rumble.cli_admin import register as register_admin_commands
 from rumble.cli_support import db_option, open_database, settings_for
 from rumble.protocol.games import load_rumbles
@@ -157,9 +156,9 @@ def migrate(db: str | None) -> None:
 @db_option
 @click.option("--game", default=None, help="Rebuild only this rumble (default: all).")
 def rebuild(db: str | None, game: str | None) -> None:
-    """Recompute pairings and summaries from the battle log."""
+    """Recompute pairings, summaries and ratings from the battle log (uploads go on meanwhile)."""
+    from rumble import maintenance
     from rumble.overrides import load as load_overrides
-    from rumble.rebuild import rebuild_rumble
     from rumble.protocol.games import load_rumbles
     from rumble.store.battles import count_battles
     from rumble.store.rumbles import rumble_id
@@ -174,13 +173,33 @@ def rebuild(db: str | None, game: str | None) -> None:
             total = count_battles(conn, rumble_id(conn, name))
             if not total and not game:
                 continue
+            rounds = load_overrides(conn).rumble(rumbles[name]).rounds  # as set from /admin, if it was
             with tqdm(total=total, desc=f"rebuild {name}", unit="battle", disable=None) as bar:
-                with store.write(conn):
-                    rounds = load_overrides(conn).rumble(rumbles[name]).rounds  # as set from /admin, if it was
-                    replayed = rebuild_rumble(conn, name, rounds, values["PRIORITY_MIN_BATTLES"], bar.update)
-            click.echo(f"{name}: replayed {replayed} battles")
+                try:
+                    with maintenance.one_at_a_time(conn):
+                        job = maintenance.recompute(conn, name, rounds, values["PRIORITY_MIN_BATTLES"], bar.update)
+                except maintenance.Conflict as error:
+                    raise click.ClickException(str(error)) from None
+            click.echo(f"{name}: replayed {job.replay.replayed} battles")
     finally:
         conn.close()
+
+
+@cli.command(name="run-job")
+@db_option
+@click.argument("job_id", type=int)
+def run_job(db: str | None, job_id: int) -> None:
+    """Run maintenance job JOB_ID as recorded by /admin (the server starts this itself)."""
+    from rumble.maintenance_jobs import run
+
+    values = settings_for(db)
+    try:
+        found = run(values["DB"], job_id, values["SYNCHRONOUS"])
+    except LookupError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"job {job_id}: {found['state']}" + (f": {found['error']}" if found["error"] else ""))
+    if found["state"] != "done":
+        sys.exit(1)
 
 
 @cli.command(name="import")

@@ -123,7 +123,8 @@ def restore(db: str | None, yes: bool, path: Path) -> None:
     Safe while the server runs: it waits for the write lock, and the workers see the restored
     file from their next request on. Everything written since the backup is lost.
     """
-    from rumble.store.backup import NotARumbleDatabase, open_backup
+    from rumble import maintenance
+    from rumble.store.backup import NotARumbleDatabase, open_backup, prepare
     from rumble.store.backup import restore as copy_in
 
     try:
@@ -139,12 +140,17 @@ def restore(db: str | None, yes: bool, path: Path) -> None:
             if not yes:
                 click.confirm(f"Replace {values['DB']} with {path}? Everything written since that backup is lost", abort=True)
             update, close = _bar("restore")
+            prepared = None
             try:
-                copy_in(conn, source, update)
+                prepared = prepare(source, values["DB"], update)  # aside: uploads go on meanwhile
+                with maintenance.one_at_a_time(conn):  # not in the middle of a rebuild or rollback's swap
+                    copy_in(conn, prepared)
             except sqlite3.OperationalError as error:  # e.g. a page size the live WAL file cannot take
                 raise click.ClickException(f"could not restore {path}: {error}") from None
             finally:
                 close()
+                if prepared is not None:
+                    prepared.unlink(missing_ok=True)
         finally:
             conn.close()
     finally:
@@ -241,7 +247,7 @@ def _battle_command(action: str, summary: str):
     @click.option("--ids", default=None, help="Battle ids, separated by commas.")
     @click.option("--dry-run", is_flag=True, help="Only count the battles it would change.")
     def command(db, game, uploader, remote_addr, client, since, until, ids, dry_run) -> None:
-        from rumble import integrity
+        from rumble import integrity, maintenance, maintenance_jobs
         from rumble.protocol.games import load_rumbles
         from rumble.store.admin import audit
 
@@ -253,12 +259,32 @@ def _battle_command(action: str, summary: str):
                                                   known_games=load_rumbles(values["RUMBLES_FILE"]))  # fmt: skip
             except integrity.FilterError as error:
                 raise click.UsageError(str(error)) from None
-            with store.write(conn):
-                outcome = integrity.change_battles(conn, action, selection, values["PRIORITY_MIN_BATTLES"], dry_run)
-                details = {"via": "cli", "criteria": selection.describe(), "per_rumble": outcome.moved, "dry_run": dry_run}
-                if who != _who():
-                    details["user"] = _who()
-                audit(conn, who, action, details, 0 if dry_run else outcome.battles, store.utc_now())
+            details = {"via": "cli", "dry_run": dry_run}
+            if who != _who():
+                details["user"] = _who()
+            if dry_run:
+                with store.write(conn):
+                    outcome = integrity.change_battles(conn, action, selection, values["PRIORITY_MIN_BATTLES"], dry_run=True)
+                    audit(conn, who, action, {**details, "criteria": selection.describe(), "per_rumble": outcome.moved}, 0, store.utc_now())
+            else:  # recomputed aside and swapped in, audited per rumble: uploads go on meanwhile
+                with store.read(conn):
+                    max_id = maintenance_jobs.newest_battle(conn)
+                with tqdm(desc=action, unit="battle", disable=None) as bar:
+
+                    shown = [None]
+
+                    def progress(game: str, done: int, total: int) -> None:
+                        if shown[0] != game:  # a new rumble: its own count
+                            shown[0] = game
+                            bar.reset(total)
+                            bar.set_description(f"{action} {game}")
+                        bar.update(done - bar.n)
+
+                    try:
+                        outcome = maintenance_jobs.change_battles(conn, action, selection, max_id, values["PRIORITY_MIN_BATTLES"],
+                                                                  who, details, progress)  # fmt: skip
+                    except maintenance.Conflict as error:
+                        raise click.ClickException(str(error)) from None
         finally:
             conn.close()
         verb = "would change" if dry_run else "changed"

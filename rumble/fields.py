@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rumble.ratings.online import Field, capacity_for
+from rumble.ratings.online import Field, capacity_for, unrated
 from rumble.store import Store, read
 from rumble.store import ratings as rating_rows
 
@@ -71,6 +71,9 @@ def preload(db: Store, rumble_id: int) -> None:
     with _loading:
         if _is_current(db, rumble_id):  # another thread read it meanwhile
             return
+        copy = db.shared.get(_key(rumble_id))
+        if copy is not None and rating_rows.swap_after(db, rumble_id, copy.seen[2]) is not None:
+            return  # a maintenance swap with a short list of changes: caught up in the transaction
         with read(db):
             db.shared[_key(rumble_id)] = load(db, rumble_id)
 
@@ -84,7 +87,10 @@ def current(db: Store, rumble_id: int) -> RumbleCopy:
     """The rumble's copy, brought up to date (call inside the write transaction)."""
     copy = db.shared.get(_key(rumble_id))
     seen = rating_rows.version(db, rumble_id)
-    if copy is None or copy.seen[2] != seen[2]:
+    swapped = rating_rows.swap_after(db, rumble_id, copy.seen[2]) if copy is not None and copy.seen[2] != seen[2] else None
+    if swapped is not None:
+        _catch_up(db, rumble_id, copy, swapped)
+    elif copy is None or copy.seen[2] != seen[2]:
         copy = db.shared[_key(rumble_id)] = load(db, rumble_id)
     elif copy.seen[:2] != seen[:2]:
         _catch_up(db, rumble_id, copy)
@@ -92,23 +98,35 @@ def current(db: Store, rumble_id: int) -> RumbleCopy:
     return copy
 
 
-def _catch_up(db: Store, rumble_id: int, copy: RumbleCopy) -> None:
+def _catch_up(db: Store, rumble_id: int, copy: RumbleCopy, swapped: list[tuple[int, int]] | None = None) -> None:
     """Reload what the battles and participant events stored since the copy's last ones changed.
 
     A retirement or restoration changes only that bot's active flag here (its opponents' summaries
-    live in the database, not in the copy), so it costs as little as a battle.
+    live in the database, not in the copy), so it costs as little as a battle. After a maintenance
+    swap (``swapped``: the pairings it rewrote, rumble/maintenance.py) every bot's ratings and flag
+    are read again too, and a rewritten pairing the table no longer has is forgotten.
     """
     battles = rating_rows.battles_since(db, rumble_id, copy.seen[0])
     events = rating_rows.bots_with_events_since(db, rumble_id, copy.seen[1])
-    rated = rating_rows.bots_rated_by_melee_battles(db, rumble_id, [battle for battle, _, _ in battles])  # whole battles closed meanwhile
-    bots = sorted({bot for _, a, b in battles for bot in (a, b)} | set(events) | set(rated))
+    rated_melee = rating_rows.bots_rated_by_melee_battles(db, rumble_id, [battle for battle, _, _ in battles])  # whole battles closed meanwhile
+    bots = None if swapped is not None else sorted({bot for _, a, b in battles for bot in (a, b)} | set(events) | set(rated_melee))
     field = copy.field
     for bot, active in rating_rows.participants(db, rumble_id, bots):
         field.set_active(bot, active)
-    for bot, opponent, aps in rating_rows.pairing_aps(db, rumble_id, sorted({(a, b) for _, a, b in battles})):
+    pairs = sorted({(a, b) for _, a, b in battles} | set(swapped or ()))
+    if swapped is not None:
+        for a, b in swapped:  # NaN, as a fresh load has it, unless the table still has the pairing
+            field.set_pairing(a, b, np.nan)
+            field.set_pairing(b, a, np.nan)
+    for bot, opponent, aps in rating_rows.pairing_aps(db, rumble_id, pairs):
         field.set_pairing(bot, opponent, aps)
-    for bot, ratings in rating_rows.ratings_of(db, rumble_id, bots).items():
+    rated = rating_rows.ratings_of(db, rumble_id, bots)
+    for bot, ratings in rated.items():
         field.set_ratings(bot, ratings)
+    if swapped is not None:
+        for bot in field.ids:
+            if bot not in rated:  # its ratings row went with its last counted battle
+                field.set_ratings(bot, unrated())
 
 
 def forget(db: Store, rumble_id: int) -> None:

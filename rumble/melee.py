@@ -60,6 +60,7 @@ reassembled battle and rating bit for bit.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 from rumble import fields
@@ -75,11 +76,12 @@ TIMEOUT_S = 300  # the client uploads a battle's pairs within seconds; a retry c
 STOCK_MELEE_BOTS = 10
 
 
-def add_pair(db: Store, rumble_id: int, pair: PairRow, field: Field) -> list[int]:
+def add_pair(db: Store, rumble_id: int, pair: PairRow, field: Field, ratings: bool = True) -> list[int]:
     """Gather one logged pair into its battle, closing and rating the battles it ends; returns the
     ids of the battles rated (caller holds the transaction). ``field``: the rumble's ratings field,
-    its pairings already holding this pair; a closed battle's bots are rated in it once each."""
-    rated = _timeouts(db, rumble_id, pair.received_at, pair.id, field)
+    its pairings already holding this pair; a closed battle's bots are rated in it once each, and
+    their rows of the ratings table written unless ``ratings`` is False (a rebuild writes them all)."""
+    rated = _timeouts(db, rumble_id, pair.received_at, pair.id, field, ratings)
     target = next((b.id for b in rows.open_battles(db, rumble_id, pair.uploader) if _fits(db, b, pair)), None)
     if target is None:
         late = [b for b in rows.rated_battles_near(db, rumble_id, pair.uploader, pair.client_time, WINDOW_MS) if _fits(db, b, pair)]
@@ -90,15 +92,15 @@ def add_pair(db: Store, rumble_id: int, pair: PairRow, field: Field) -> list[int
         rows.create_battle(db, target, rumble_id, pair.uploader, pair.client_time, pair.received_at)
     rows.add_pair(db, target, pair, late=False)
     if _complete(db, target):
-        rated.append(_close(db, rumble_id, target, "complete", pair.id, field))
+        rated.append(_close(db, rumble_id, target, "complete", pair.id, field, ratings))
     elif _prioritized_complete(db, target):
-        rated.append(_close(db, rumble_id, target, "prioritized", pair.id, field))
+        rated.append(_close(db, rumble_id, target, "prioritized", pair.id, field, ratings))
     return rated
 
 
-def _timeouts(db: Store, rumble_id: int, now: str, after_battle_id: int, field: Field) -> list[int]:
+def _timeouts(db: Store, rumble_id: int, now: str, after_battle_id: int, field: Field, ratings: bool = True) -> list[int]:
     """Close and rate, oldest first, the open battles whose last pair came ``TIMEOUT_S`` before ``now``."""
-    return [_close(db, rumble_id, melee_id, "timeout", after_battle_id, field)
+    return [_close(db, rumble_id, melee_id, "timeout", after_battle_id, field, ratings)
             for melee_id in rows.stale_battles(db, rumble_id, _cutoff(now))]  # fmt: skip
 
 
@@ -170,7 +172,7 @@ def _prioritized_complete(db: Store, melee_id: int) -> bool:
     return any(figures[hub][0] < best_other for hub in hubs)  # the hubs are not the two best scores
 
 
-def _close(db: Store, rumble_id: int, melee_id: int, closed_by: str, after_battle_id: int, field: Field) -> int:
+def _close(db: Store, rumble_id: int, melee_id: int, closed_by: str, after_battle_id: int, field: Field, ratings: bool = True) -> int:
     """Rate a battle with every bot seen in its pairs, and mark it rated: Weng-Lin and the per-battle
     XonStat Elo, and one step of every 1v1 rating in ``field`` (rumble.ratings.melee_step)."""
     rows.close_battle(db, melee_id, closed_by, after_battle_id)
@@ -191,7 +193,8 @@ def _close(db: Store, rumble_id: int, melee_id: int, closed_by: str, after_battl
         (bot, MeleeRating(new.mu, new.sigma, new.rated_at, new.battles, x)) for bot, new, x in zip(ids, skills, elo)
     ])  # fmt: skip
     melee_step.rate_field(field, ids, scores, now)
-    rating_rows.put_ratings(db, rumble_id, [(bot, field.ratings(bot)) for bot in ids])
+    if ratings:
+        rating_rows.put_ratings(db, rumble_id, [(bot, field.ratings(bot)) for bot in ids])
     return melee_id
 
 
@@ -201,33 +204,45 @@ def apply_logged(db: Store, rumble_id: int, battle_id: int, field: Field) -> lis
 
 
 class Replay:
-    """A rebuild's pass over a melee rumble (caller holds the transaction): the reassembled battles
-    are cleared, then ``before_pair`` runs the recorded sweeps due before each logged pair, in log
-    order, ``pair`` gathers it (after its pairings are in ``field``, as on upload), and ``finish``
-    runs the sweeps after the last pair. Every rating goes into ``field`` as online."""
+    """A rebuild's pass over a melee rumble, in log order and resumable (rumble.rebuild.advance):
+    the reassembled battles are cleared (on a maintenance job's connection, its TEMP copies of the
+    melee tables), then for each counted pair ``before_pair`` runs the recorded sweeps due before
+    it, ``pair`` gathers it (after its pairings are in ``field``, as on upload), and ``finish`` runs
+    the sweeps recorded after the last pair. Every rating goes into ``field`` as online; the
+    ratings table is left to the rebuild, which writes the field whole (``ratings=False``)."""
 
     def __init__(self, db: Store, rumble_id: int, field: Field):
         self.db, self.rumble_id, self.field = db, rumble_id, field
         rows.clear_rumble(db, rumble_id)
-        self.sweeps = rows.sweeps_in_order(db, rumble_id)
-        self.pairs = rows.iter_pairs(db, rumble_id)
+        self.sweep_id = 0  # the last sweep replayed
+        self.sweeps: list[tuple[int, int, str]] = []
         self.done = self.rated = 0
+        self.pairs: Iterator[tuple[str, PairRow]] = iter(())
+
+    def begin(self, after: int, up_to: int, states: tuple[str, ...]) -> None:
+        """Go on with the pairs logged in (after, up_to] in ``states`` and the sweeps recorded since the last one replayed."""
+        self.sweeps = rows.sweeps_in_order(self.db, self.rumble_id, self.sweep_id)
+        self.done = 0
+        self.pairs = rows.iter_pairs(self.db, self.rumble_id, after=after, up_to=up_to, states=states)
 
     def before_pair(self, battle_id: int) -> None:
-        while self.done < len(self.sweeps) and self.sweeps[self.done][0] < battle_id:
-            after, swept_at = self.sweeps[self.done]
-            self.rated += len(_timeouts(self.db, self.rumble_id, swept_at, after, self.field))
-            self.done += 1
+        while self.done < len(self.sweeps) and self.sweeps[self.done][1] < battle_id:
+            self._sweep(*self.sweeps[self.done])
 
     def pair(self, battle_id: int) -> None:
-        pair = next(self.pairs)  # the same battles, in the same order, as the rebuild's log
-        if pair.id != battle_id:
-            raise RuntimeError(f"melee replay out of step: pair {pair.id} against battle {battle_id}")
-        self.rated += len(add_pair(self.db, self.rumble_id, pair, self.field))
+        for _, pair in self.pairs:  # the same battles, in the same order, as the rebuild's log (it skips those that do not count)
+            if pair.id == battle_id:
+                self.rated += len(add_pair(self.db, self.rumble_id, pair, self.field, ratings=False))
+                return
+        raise RuntimeError(f"melee replay out of step: no pair for battle {battle_id}")
 
     def finish(self) -> int:
-        """Run the remaining sweeps; returns the battles rated."""
-        for after, swept_at in self.sweeps[self.done:]:
-            self.rated += len(_timeouts(self.db, self.rumble_id, swept_at, after, self.field))
-        self.done = len(self.sweeps)
+        """Run the remaining sweeps; returns the battles rated so far."""
+        while self.done < len(self.sweeps):
+            self._sweep(*self.sweeps[self.done])
         return self.rated
+
+    def _sweep(self, sweep_id: int, after: int, swept_at: str) -> None:
+        self.rated += len(_timeouts(self.db, self.rumble_id, swept_at, after, self.field, ratings=False))
+        self.sweep_id = sweep_id
+        self.done += 1

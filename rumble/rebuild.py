@@ -13,6 +13,8 @@ state. The result equals the online tables bit for bit.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from operator import itemgetter
 
 from rumble import fields, melee, priority
@@ -31,51 +33,113 @@ from rumble.store.rumbles import rumble_id as find_rumble_id
 PROGRESS_EVERY = 10_000
 
 
-def rebuild_rumble(db: Store, game: str, rounds: int, min_battles: int, progress: Callable[[int], None] | None = None) -> int:
-    """Recompute a rumble's pairings, summaries and ratings (caller holds the transaction).
+@dataclass
+class Replay:
+    """A rumble's log replayed in order, in memory: its pairings and its ratings field as of log
+    battle ``battle_id`` and participant event ``event_id`` (``advance`` goes on from there).
 
-    Returns the number of battles replayed; ``progress(n)`` is called as battles are replayed.
+    ``moved`` and ``moved_to`` replay a state change before it is written (a rollback, a flag, an
+    unflag computed aside, rumble.maintenance): those battles count as if already in ``moved_to``.
+    ``changed``, once ``mark`` set it, keeps each pairing's value from before its first change since.
     """
+
+    rumble_id: int
+    rounds: int
+    survival: bool
+    field: Field = dc_field(default_factory=Field)
+    state: dict[tuple[int, int], Pairing] = dc_field(default_factory=dict)
+    battle_id: int = 0
+    event_id: int = 0
+    replayed: int = 0
+    moved: frozenset[int] = frozenset()
+    moved_to: str = "ok"
+    changed: dict[tuple[int, int], Pairing | None] | None = None
+    whole_battles: melee.Replay | None = None  # a melee rumble's whole battles, replayed alongside
+
+    def counts(self, state: str, battle_id: int) -> bool:
+        """True if a battle in ``state`` counts in this replay."""
+        return (self.moved_to if battle_id in self.moved else state) == "ok"
+
+    def mark(self) -> None:
+        """From now on, remember the value each pairing had before it changes (``changed``)."""
+        self.changed = {}
+
+
+def start(db: Store, game: str, rounds: int, moved: frozenset[int] = frozenset(), moved_to: str = "ok") -> Replay:
+    """An empty replay of ``game`` with every participant in its field (in id order, as online)."""
     rumble_id = find_rumble_id(db, game)
     if rumble_id is None:
         raise LookupError(f"rumble {game!r} is not in the database")
-    field = Field()
-    for bot in pairings.all_participant_ids(db, rumble_id):  # in id order, as online
-        field.add(bot)
-    state: dict[tuple[int, int], Pairing] = {}
-    events = rating_rows.events_in_order(db, rumble_id)
-    next_event = 0
-    replayed = 0
-    survival = by_survival(db, rumble_id)  # twinduel: percentages from rounds won
+    replay = Replay(rumble_id, rounds, by_survival(db, rumble_id), moved=moved, moved_to=moved_to)  # twinduel: rounds won
+    add_participants(db, replay)
     # A melee rumble rates whole battles, as they close, in log order with the recorded sweeps
-    replay = melee.Replay(db, rumble_id, field) if melee_rows.is_melee(db, rumble_id) else None
-    for logged in battle_log.iter_scored_battles(db, rumble_id):
+    if melee_rows.is_melee(db, rumble_id):
+        replay.whole_battles = melee.Replay(db, rumble_id, replay.field)
+    return replay
+
+
+def add_participants(db: Store, replay: Replay) -> None:
+    for bot in pairings.all_participant_ids(db, replay.rumble_id):
+        replay.field.add(bot)
+
+
+def advance(db: Store, replay: Replay, up_to: int, progress: Callable[[int], None] | None = None) -> int:
+    """Replay the battles after ``replay.battle_id`` up to log id ``up_to`` and every participant
+    event recorded so far (the caller holds a read snapshot, or the write transaction, in which
+    ``up_to`` is the log's newest id); the number of battles replayed."""
+    field, state, changed, whole = replay.field, replay.state, replay.changed, replay.whole_battles
+    events = rating_rows.events_in_order(db, replay.rumble_id, replay.event_id)
+    next_event = replayed = 0
+    states = ("ok",) if replay.moved_to != "ok" else ("ok", "flagged", "removed")
+    if whole is not None:
+        whole.begin(replay.battle_id, up_to, states)
+    for logged in battle_log.iter_scored_battles(db, replay.rumble_id, after=replay.battle_id, up_to=up_to, states=states):
+        if not replay.counts(logged.state, logged.id):
+            continue
         while next_event < len(events) and events[next_event][3] < logged.id:
             _, bot, active, _ = events[next_event]
             field.set_active(bot, active)
             next_event += 1
         a, b = logged.first_id, logged.second_id
-        shares = battle_shares(logged.first_score, logged.second_score, logged.first_firsts, logged.second_firsts, survival)
+        if changed is not None:
+            changed.setdefault((a, b), state.get((a, b)))
+            changed.setdefault((b, a), state.get((b, a)))
+        shares = battle_shares(logged.first_score, logged.second_score, logged.first_firsts, logged.second_firsts, replay.survival)
         state[a, b], state[b, a] = scores.score_battle(
-            state.get((a, b)), state.get((b, a)), shares, (logged.first_firsts, logged.second_firsts), rounds, logged.received_at,
+            state.get((a, b)), state.get((b, a)), shares, (logged.first_firsts, logged.second_firsts), replay.rounds, logged.received_at,
         )  # fmt: skip
-        if replay is not None:
-            replay.before_pair(logged.id)
+        if whole is not None:
+            whole.before_pair(logged.id)
             record_pairings(field, a, b, state[a, b], state[b, a])
-            replay.pair(logged.id)
+            whole.pair(logged.id)
         else:
             rate(field, a, b, state[a, b], state[b, a], scores.battle_percent(*shares) / 100.0, logged.received_at)
         replayed += 1
         if progress and replayed % PROGRESS_EVERY == 0:
             progress(PROGRESS_EVERY)
-    if replay is not None:  # sweeps after the last pair, before the retirements after it (as they happened)
-        replay.finish()
+    if whole is not None:  # sweeps after the last pair, before the retirements after it (as they happened)
+        whole.finish()
     for _, bot, active, _ in events[next_event:]:
         field.set_active(bot, active)
+    if events:
+        replay.event_id = events[-1][0]
     if progress:
         progress(replayed % PROGRESS_EVERY)
-    _write(db, rumble_id, state, field, min_battles)
+    replay.battle_id = max(replay.battle_id, up_to)
+    replay.replayed += replayed
     return replayed
+
+
+def rebuild_rumble(db: Store, game: str, rounds: int, min_battles: int, progress: Callable[[int], None] | None = None) -> int:
+    """Recompute a rumble's pairings, summaries and ratings (caller holds the write transaction
+    throughout: ``rumble.maintenance`` does the same without blocking uploads).
+
+    Returns the number of battles replayed; ``progress(n)`` is called as battles are replayed.
+    """
+    replay = start(db, game, rounds)
+    advance(db, replay, battle_log.newest_id(db), progress)
+    _write(db, replay.rumble_id, replay.state, replay.field, min_battles)
+    return replay.replayed
 
 
 def _write(db: Store, rumble_id: int, state: dict[tuple[int, int], Pairing], field: Field, min_battles: int) -> None:

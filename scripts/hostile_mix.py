@@ -29,10 +29,8 @@ import hashlib
 import json
 import math
 import os
-import random
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import threading

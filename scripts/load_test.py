@@ -369,6 +369,24 @@ def admin_post(server: Server, path: str, token: str, body: bytes) -> tuple[int,
         conn.close()
 
 
+def wait_for_job(server: Server, url: str, token: str, timeout: float = 600) -> dict:
+    """Follow a maintenance job /admin started (``url``: /admin/jobs?id=N) until it is done or failed; its row."""
+    import json
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        conn = HTTPConnection(*server.host, timeout=30)
+        try:
+            conn.request("GET", url, headers={"Authorization": f"Bearer {token}"})
+            job = json.loads(conn.getresponse().read())
+        finally:
+            conn.close()
+        if job["state"] in ("done", "failed"):
+            return job
+        time.sleep(0.2)
+    raise AssertionError(f"job {url} not done after {timeout} s")
+
+
 def rollback_phase(directory: Path, clients: int, uploads: int, bots: int, workers: int, seed: int) -> dict:
     """A rollback by uploader through /admin while the other clients keep uploading, then an unflag:
     after each, every pairing counts the log's battles in state ok and the tables equal a rebuild."""
@@ -400,22 +418,26 @@ def rollback_phase(directory: Path, clients: int, uploads: int, bots: int, worke
             thread.start()
         for thread in threads:
             thread.join()
+        assert rolled.get("status") == 202, rolled  # a maintenance job: recomputed aside while the uploads went on
+        rolled["job"] = wait_for_job(server, rolled["url"], token)
     finally:
         stop(server)
-    assert rolled.get("status") == 200, rolled
+    assert rolled["job"]["state"] == "done", rolled
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     removed = conn.execute("SELECT count(*) FROM battles WHERE state = 'removed'").fetchone()[0]
     conn.close()
-    assert removed == rolled["battles"] > 0, (removed, rolled)
+    assert removed == rolled["battles"] == rolled["job"]["result"]["battles"] > 0, (removed, rolled)
     after_rollback = check_log(db, distinct(runs), exactly=True, all_ok=False)
     check_rebuild(db)
     server = start(db, workers)
     try:
         status, text = admin_post(server, "/admin/unflag", token, json.dumps({"uploader": "load-client-0"}).encode())
+        assert status == 202, text
+        job = wait_for_job(server, json.loads(text)["url"], token)
     finally:
         stop(server)
     unflagged = json.loads(text)
-    assert status == 200 and unflagged["battles"] == removed, text
+    assert job["state"] == "done" and unflagged["battles"] == job["result"]["battles"] == removed, job
     check_log(db, distinct(runs), exactly=True)
     replayed = check_rebuild(db)
     return {"rolled_back_after_oks": rolled["after_oks"], "rolled_back": rolled["battles"], "log_rows": after_rollback["log_rows"],

@@ -5,8 +5,7 @@ prints the winner's Rank Points and how many rating steps each bot took (issue 1
 
 Run it with PYTHONPATH at an older checkout to compare (before issue 13: about 4,100 RP and 9 steps).
 """
-import random, sys, tempfile
-from dataclasses import replace
+import random, tempfile
 from datetime import datetime, timezone
 from rumble import store
 from rumble.battle import Battle, Side

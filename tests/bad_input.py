@@ -61,6 +61,7 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "admin.audit_page": ("api",),
     "admin.removals_page": (),
     "admin.flagged_page": (),
+    "admin.job_page": ("id",),
     # Every admin POST reads csrf_token in a browser session.
     "admin.retire": ("game", "name", "csrf_token"),
     "admin.restore": ("game", "name", "csrf_token"),

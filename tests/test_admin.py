@@ -21,6 +21,7 @@ ADMIN_URLS = [
     ("GET", "/admin"), ("POST", "/admin/retire"), ("POST", "/admin/restore"), ("POST", "/admin/logout"),
     ("GET", "/admin/flagged"), ("GET", "/admin/removals"), ("GET", "/admin/failures"), ("POST", "/admin/rebuild"), ("POST", "/admin/batch"),
     ("POST", "/admin/clients"), ("POST", "/admin/rumble-settings"), ("POST", "/admin/flag"), ("POST", "/admin/unflag"), ("POST", "/admin/rollback"),
+    ("GET", "/admin/jobs"),
 ]  # fmt: skip
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 BOTS = ["a.Alpha 1.0", "b.Beta 1.0", "c.Gamma 1.0", "d.Delta 1.0"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from admin_jobs import post_and_wait
 from conftest import battle, maintainer_token as _token, audit_rows as _audit, post_upload
 
 from rumble import store
@@ -38,15 +39,15 @@ def test_rebuild_from_admin_replays_the_log_and_is_audited(app, client, upload):
     db = store.connect(app.config["RUMBLE"]["DB"])
     before = snapshot(db)
     generation = db.execute("SELECT generation FROM rumbles WHERE name = 'roborumble'").fetchone()[0]
-    response = client.post("/admin/rebuild", json={"game": "roborumble"}, headers=auth)
-    assert response.status_code == 200 and response.json["replayed"] == {"roborumble": 3}
+    answer, job = post_and_wait(client, "/admin/rebuild", auth, json={"game": "roborumble"})
+    assert answer["games"] == ["roborumble"] and job["result"]["replayed"] == {"roborumble": 3}
     assert snapshot(db) == before
     assert db.execute("SELECT generation FROM rumbles WHERE name = 'roborumble'").fetchone()[0] == generation + 1
-    everything = client.post("/admin/rebuild", json={}, headers=auth)
-    assert everything.json["replayed"] == {"roborumble": 3}  # only the rumbles with battles
+    everything, job = post_and_wait(client, "/admin/rebuild", auth, json={})
+    assert everything["games"] == ["roborumble"] and job["result"]["replayed"] == {"roborumble": 3}  # only the rumbles with battles
     assert client.post("/admin/rebuild", json={"game": "nosuch"}, headers=auth).status_code == 400
     db.close()
-    assert [(r["action"], r["battles"]) for r in _audit(app)] == [("rebuild", 0), ("rebuild", 3), ("rebuild", 3)]
+    assert [(r["action"], r["details"]["game"]) for r in _audit(app)] == [("rebuild", "nosuch"), ("rebuild", "roborumble"), ("rebuild", "roborumble")]
 
 
 def test_the_batch_runs_from_admin_and_is_audited(app, client, upload):

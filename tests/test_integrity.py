@@ -7,6 +7,7 @@ from collections import defaultdict
 
 import pytest
 from click.testing import CliRunner
+from admin_jobs import post_and_wait, wait_for_all
 from conftest import battle, maintainer_token as _token, audit_rows as _audit, post_upload
 
 from rumble import store
@@ -95,10 +96,11 @@ def test_rollback_by_uploader_equals_a_rebuild_and_unflag_restores(app, client, 
     before = _fresh_rebuild_equals_tables(app)
     generation = _generation(app)
 
-    response = client.post("/admin/rollback", json={"uploader": "Mallory"}, headers={"Authorization": f"Bearer {token}"})
-    assert response.status_code == 200, response.json
-    assert response.json["battles"] == len(sent["Mallory"]) == 10
-    assert response.json["per_rumble"] == {"roborumble": 10}
+    auth = {"Authorization": f"Bearer {token}"}
+    answer, job = post_and_wait(client, "/admin/rollback", auth, json={"uploader": "Mallory"})
+    assert answer["battles"] == len(sent["Mallory"]) == 10 and answer["state"] == "queued"
+    assert answer["per_rumble"] == {"roborumble": 10}
+    assert (job["kind"], job["result"]["battles"], job["result"]["per_rumble"]) == ("rollback", 10, {"roborumble": 10})
     # Every row is still in the log; Mallory's are marked removed.
     assert _states(app) == {"Jane": {"ok": 20}, "Mallory": {"removed": 10}, "Bob": {"ok": 2}}
     after = _fresh_rebuild_equals_tables(app)
@@ -118,13 +120,13 @@ def test_rollback_by_uploader_equals_a_rebuild_and_unflag_restores(app, client, 
     assert _send(client, battle(BOTS[0], BOTS[4], (3300, 3100), uploader="Jane"), "10.0.0.1") is Kind.ACCEPTED
     _fresh_rebuild_equals_tables(app)
 
-    response = client.post("/admin/unflag", json={"uploader": "Mallory"}, headers={"Authorization": f"Bearer {token}"})
-    assert response.json["battles"] == 10
+    answer, _ = post_and_wait(client, "/admin/unflag", auth, json={"uploader": "Mallory"})
+    assert answer["battles"] == 10
     restored = _fresh_rebuild_equals_tables(app)
     assert _states(app)["Mallory"] == {"ok": 10}
     # The same log again as before the rollback, plus the one battle since: re-rolling that one back
     # must give exactly the tables from before the rollback.
-    client.post("/admin/rollback", json={"uploader": "Jane", "since": _last_received(app)}, headers={"Authorization": f"Bearer {token}"})
+    post_and_wait(client, "/admin/rollback", auth, json={"uploader": "Jane", "since": _last_received(app)})
     assert _fresh_rebuild_equals_tables(app) == before != restored
 
 
@@ -139,7 +141,7 @@ def test_flag_by_remote_address_time_range_and_client_version(app, client, clock
     sent = _season(app, client, clock.now_ms())
     token = _token(app)
     auth = {"Authorization": f"Bearer {token}"}
-    assert client.post("/admin/flag", json={"remote_addr": "10.6.6.6"}, headers=auth).json["battles"] == 10
+    assert post_and_wait(client, "/admin/flag", auth, json={"remote_addr": "10.6.6.6"})[0]["battles"] == 10
     assert _states(app)["Mallory"] == {"flagged": 10}
     _fresh_rebuild_equals_tables(app)
     flagged = client.get("/admin/flagged", headers=auth).json
@@ -147,27 +149,27 @@ def test_flag_by_remote_address_time_range_and_client_version(app, client, clock
     html = client.get("/admin", headers=auth).get_data(as_text=True)
     assert html.count("10.6.6.6") >= 10
     # A rollback takes flagged battles too; flagging again finds nothing left in state ok.
-    assert client.post("/admin/flag", json={"remote_addr": "10.6.6.6"}, headers=auth).json["battles"] == 0
-    assert client.post("/admin/rollback", json={"client": "1.9.3.8"}, headers=auth).json["battles"] == len(sent["Bob"]) == 2
+    assert post_and_wait(client, "/admin/flag", auth, json={"remote_addr": "10.6.6.6"})[1]["result"]["battles"] == 0
+    assert post_and_wait(client, "/admin/rollback", auth, json={"client": "1.9.3.8"})[1]["result"]["battles"] == len(sent["Bob"]) == 2
     assert _states(app)["Bob"] == {"removed": 2}
     _fresh_rebuild_equals_tables(app)
     # A time range: everything received from the first battle on, until far in the future.
     db = _db(app)
     first = db.execute("SELECT min(received_at) FROM battles").fetchone()[0]
     db.close()
-    response = client.post("/admin/unflag", json={"since": first, "until": "2999-01-01"}, headers=auth)
-    assert response.json["battles"] == 12
+    answer, job = post_and_wait(client, "/admin/unflag", auth, json={"since": first, "until": "2999-01-01"})
+    assert answer["battles"] == job["result"]["battles"] == 12
     assert {s for states in _states(app).values() for s in states} == {"ok"}
     _fresh_rebuild_equals_tables(app)
     # An empty time range before the first battle touches nothing.
-    response = client.post("/admin/rollback", json={"since": "2000-01-01", "until": "2000-01-02"}, headers=auth)
-    assert response.status_code == 200 and response.json["battles"] == 0
+    answer, job = post_and_wait(client, "/admin/rollback", auth, json={"since": "2000-01-01", "until": "2000-01-02"})
+    assert answer["battles"] == job["result"]["battles"] == 0
     # Ids, as a JSON array or as text.
     db = _db(app)
     bobs = [row[0] for row in db.execute("SELECT id FROM battles WHERE uploader = 'Bob' ORDER BY id")]
     db.close()
-    assert client.post("/admin/flag", json={"ids": bobs}, headers=auth).json["battles"] == 2
-    assert client.post("/admin/unflag", json={"ids": f"{bobs[0]}, {bobs[1]}"}, headers=auth).json["battles"] == 2
+    assert post_and_wait(client, "/admin/flag", auth, json={"ids": bobs})[1]["result"]["battles"] == 2
+    assert post_and_wait(client, "/admin/unflag", auth, json={"ids": f"{bobs[0]}, {bobs[1]}"})[1]["result"]["battles"] == 2
     _fresh_rebuild_equals_tables(app)
 
 
@@ -214,7 +216,9 @@ def test_a_browser_form_rolls_back_with_its_csrf_token(app, client, clock):
     assert client.post("/admin/rollback", data={"uploader": "Mallory"}, headers=browser).status_code == 403
     assert _states(app)["Mallory"] == {"ok": 10}
     response = client.post("/admin/rollback", data={"uploader": "Mallory", "game": "", "csrf_token": csrf}, headers=browser)
-    assert response.status_code == 303 and _states(app)["Mallory"] == {"removed": 10}
+    assert response.status_code == 303
+    wait_for_all(app.config["RUMBLE"]["DB"])
+    assert _states(app)["Mallory"] == {"removed": 10}
     _fresh_rebuild_equals_tables(app)
 
 
@@ -260,8 +264,8 @@ def test_another_workers_copy_reloads_after_a_rollback(app, client, clock):
     try:
         assert upload_on_b(BOTS[1], BOTS[2], (3500, 3000), 7) is Kind.ACCEPTED
         _fresh_rebuild_equals_tables(app)
-        response = client.post("/admin/rollback", json={"uploader": "Mallory"}, headers={"Authorization": f"Bearer {token}"})
-        assert response.json["battles"] == 10
+        answer, _ = post_and_wait(client, "/admin/rollback", {"Authorization": f"Bearer {token}"}, json={"uploader": "Mallory"})
+        assert answer["battles"] == 10
         assert upload_on_b(BOTS[0], BOTS[3], (3600, 3000), 9) is Kind.ACCEPTED
         _fresh_rebuild_equals_tables(app)
     finally:
@@ -283,7 +287,7 @@ def test_rolling_back_the_battle_that_revived_a_bot_retires_it_again(app, client
     assert client.post("/RemoveOldParticipant", data=retire).get_data(as_text=True) == "OK. c.Gamma 1.0 retired from roborumble\n"
     assert _send(client, battle(c, a, (5000, 1000), (30, 5), time_ms=now - (n := n + 1), uploader="Mallory"), "10.6.6.6") is Kind.ACCEPTED
     token = _token(app)
-    assert client.post("/admin/rollback", json={"uploader": "Mallory"}, headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    post_and_wait(client, "/admin/rollback", {"Authorization": f"Bearer {token}"}, json={"uploader": "Mallory"})
     db = _db(app)
     (active,) = db.execute("SELECT p.active FROM participants p JOIN bots b ON b.id = p.bot_id WHERE b.full_name = ?", (c,)).fetchone()
     db.close()

@@ -21,6 +21,7 @@ from rumble.ingest import apply_battle
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
 from rumble.rebuild import rebuild_rumble
+from rumble.store.integrity import set_state_of
 from rumble.store import melee as melee_rows
 from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot
@@ -380,3 +381,38 @@ def test_the_explanation_has_the_melee_sections(client):
     page = client.get("/ScoreExplanation").get_data(as_text=True)
     for anchor in ('id="melee"', 'id="melee-sampling"', 'id="twinduel"'):
         assert anchor in page
+
+
+@pytest.mark.parametrize("moved_to", ["ok", "removed"])
+def test_a_rebuild_or_rollback_computed_aside_equals_a_blocking_one_with_pairs_arriving_meanwhile(app, db, moved_to):
+    """rumble.maintenance reassembles into TEMP copies of the melee tables outside the write lock;
+    pairs (and a sweep) arriving meanwhile are caught up. The swap leaves exactly the melee rows and
+    tables of a blocking rebuild of the same log; a rollback of uploader B's battles likewise."""
+    from rumble import maintenance
+    from rumble.melee import sweep
+
+    _melee_session(db, random.Random(3))
+    rid = rumble_id(db, "meleerumble")
+    moved = frozenset(row[0] for row in db.execute("SELECT id FROM battles WHERE uploader = 'B' AND rumble_id = ?", (rid,))) \
+        if moved_to == "removed" else frozenset()  # fmt: skip
+    job_db = store.connect(app.config["RUMBLE"]["DB"])
+    calls = []
+
+    def meanwhile(n: int) -> None:
+        calls.append(n)
+        if len(calls) == 1:  # during the replay aside: a new battle's pairs, then a sweep that closes it
+            send(db, stamped(melee_pairs(random_scores(random.Random(9), 4), T0 + 40_000 * 30, uploader="C"), 200_000))
+            with store.write(db):
+                assert sweep(db, rid, at(201_000))
+
+    def swap_in(conn, job) -> None:
+        if moved:
+            assert set_state_of(conn, sorted(moved), ("ok", "flagged"), "removed") == len(moved)
+
+    maintenance.recompute(job_db, "meleerumble", 35, 3, meanwhile, moved, moved_to, swap_in)
+    assert len(calls) >= 2 and job_db.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] == 0  # shadow dropped
+    job_db.close()
+    swapped = (melee_rows.dump(db, rid), snapshot(db, rid))
+    with store.write(db):
+        rebuild_rumble(db, "meleerumble", 35, min_battles=3)
+    assert (melee_rows.dump(db, rid), snapshot(db, rid)) == swapped

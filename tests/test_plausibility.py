@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from admin_jobs import post_and_wait
 from conftest import battle, post_upload
 
 from rumble import store
@@ -79,7 +80,7 @@ def test_a_suspicious_upload_is_answered_ok_logged_flagged_and_not_counted_until
     page = client.get("/admin", headers=auth).get_data(as_text=True)
     assert "fewer than 34 of 35" in page
     # The maintainer approves it: it counts, and the tables equal a rebuild of both battles.
-    assert client.post("/admin/unflag", json={"ids": "2"}, headers=auth).json["battles"] == 1
+    assert post_and_wait(client, "/admin/unflag", auth, json={"ids": "2"})[1]["result"]["battles"] == 1
     after = snapshot(db)
     pairing = db.execute("SELECT battles FROM pairings WHERE bot_id < opponent_id").fetchone()[0]
     assert pairing == 2 and client.get("/admin/flagged", headers=auth).json == []

@@ -72,6 +72,11 @@ def capacity_for(bots: int) -> int:
     return (bots // GROWTH_STEP + 1) * GROWTH_STEP
 
 
+def unrated() -> BotRatings:
+    """The ratings of a bot with no rated battle, as a new Field holds them."""
+    return BotRatings(*Field._new_table(1)[:, 0].tolist(), xonstat_battles=0)
+
+
 class Field:
     """A rumble's participants, pairing matrix and ratings as arrays (grown as bots arrive).
 

@@ -137,6 +137,11 @@ def write(db: Store) -> Iterator[Store]:
         db.commits_since_checkpoint += 1
 
 
+def restore_epoch(db: Store) -> int:
+    """PRAGMA user_version: the restore epoch, bumped by every restore (rumble.store.backup)."""
+    return db.conn.execute("PRAGMA user_version").fetchone()[0]
+
+
 def checkpoint_if_due(db: Store) -> None:
     """Copy the WAL back into the database file if this connection committed enough since the last time.
 

@@ -6,9 +6,11 @@ steps, so in WAL mode uploads go on committing meanwhile and the copy is still o
 a temporary file, switched to a rollback journal so it is one self-contained file, checked, and
 only then renamed into place.
 
-``restore`` copies a backup over the live database the same way, under the store's write lock,
-so no writer is half-way and every live connection sees either the old file or the new one. It
-then bumps ``PRAGMA user_version``, the restore epoch: ``store.write`` clears a connection's
+``restore`` first prepares the backup aside (``prepare``: a copy next to the live file, checked and
+migrated there, with no lock on the live database), then copies that over the live database in one
+step under the store's write lock, so no writer is half-way and every live connection sees either
+the old file or the new one; uploads wait only for that page copy, not for reading, checking and
+migrating the backup. It then bumps ``PRAGMA user_version``, the restore epoch: ``store.write`` clears a connection's
 caches (bot ids, rumble copies) when the epoch changes, since ids cached before a restore may
 belong to rows the backup does not have.
 """
@@ -84,18 +86,40 @@ def open_backup(path: str | os.PathLike) -> sqlite3.Connection:
     return conn
 
 
-def restore(db: Store, source: sqlite3.Connection, progress: Progress | None = None) -> None:
-    """Replace the database of ``db`` with ``source``'s content, under the write lock.
+def prepare(source: sqlite3.Connection, live_path: str | os.PathLike, progress: Progress | None = None) -> Path:
+    """Copy ``source`` to ``<live>.restoring`` beside the live database (no lock on it), check it
+    and apply pending migrations there; the prepared file's path, for ``restore``."""
+    from rumble.store import connect
 
-    The caller applies pending migrations afterwards (a backup may predate some).
-    """
-    with file_lock(db):
-        epoch = db.conn.execute("PRAGMA user_version").fetchone()[0]
-        source.backup(db.conn, pages=STEP_PAGES, progress=_reporter(progress))
-        restored = db.conn.execute("PRAGMA user_version").fetchone()[0]
-        db.conn.execute(f"PRAGMA user_version = {max(epoch, restored) + 1}")  # an int from SQLite: no injection
-        db._cache.clear()
-        db.shared.clear()
+    prepared = Path(f"{live_path}.restoring")
+    for suffix in ("", "-wal", "-shm", ".lock"):
+        Path(f"{prepared}{suffix}").unlink(missing_ok=True)
+    target = sqlite3.connect(prepared)
+    try:
+        source.backup(target, pages=STEP_PAGES, progress=_reporter(progress))
+        target.execute("PRAGMA journal_mode = DELETE")
+        check_rumble_database(target)
+    finally:
+        target.close()
+    connect(prepared).close()  # applies the migrations the backup lacks
+    Path(f"{prepared}.lock").unlink(missing_ok=True)
+    return prepared
+
+
+def restore(db: Store, prepared: str | os.PathLike) -> None:
+    """Replace the database of ``db`` with the ``prepare``d file's content, under the write lock, in one step."""
+    source = sqlite3.connect(f"{Path(prepared).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        source.execute("PRAGMA journal_mode").fetchone()
+        with file_lock(db):
+            epoch = db.conn.execute("PRAGMA user_version").fetchone()[0]
+            source.backup(db.conn)  # every page at once: the lock is held for the copy alone
+            restored = db.conn.execute("PRAGMA user_version").fetchone()[0]
+            db.conn.execute(f"PRAGMA user_version = {max(epoch, restored) + 1}")  # an int from SQLite: no injection
+            db._cache.clear()
+            db.shared.clear()
+    finally:
+        source.close()
 
 
 def _reporter(progress: Progress | None):

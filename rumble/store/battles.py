@@ -57,22 +57,39 @@ class LoggedBattle:
     first_firsts: int
     second_firsts: int
     received_at: str
+    state: str = "ok"
 
 
-def iter_scored_battles(db: Store, rumble_id: int, batch: int = 10_000) -> Iterator[LoggedBattle]:
-    """The rumble's battles in state 'ok', in log order, read in batches."""
-    last = 0
+def iter_scored_battles(
+    db: Store, rumble_id: int, batch: int = 10_000, after: int = 0, up_to: int | None = None, states: tuple[str, ...] = ("ok",)
+) -> Iterator[LoggedBattle]:
+    """The rumble's battles in ``states`` (default 'ok') with ids in (after, up_to], in log order, read in batches."""
+    last = after
+    marks = ", ".join("?" * len(states))
+    bound = up_to if up_to is not None else 1 << 62
     while True:
         rows = db.execute(
             "SELECT id, first_bot_id, second_bot_id, first_score, second_score, first_firsts, second_firsts, "
-            "received_at FROM battles WHERE rumble_id = ? AND id > ? AND state = 'ok' ORDER BY id LIMIT ?",
-            (rumble_id, last, batch),
+            f"received_at, state FROM battles WHERE rumble_id = ? AND id > ? AND id <= ? AND state IN ({marks}) ORDER BY id LIMIT ?",
+            (rumble_id, last, bound, *states, batch),
         ).fetchall()
         if not rows:
             return
         for row in rows:
             yield LoggedBattle(*row)
         last = rows[-1][0]
+
+
+def newest_id(db: Store) -> int:
+    """The highest battle id of the whole log (0 when it is empty)."""
+    return db.execute("SELECT coalesce(max(id), 0) FROM battles").fetchone()[0]
+
+
+def pairs_after(db: Store, rumble_id: int, after: int) -> list[tuple[int, int]]:
+    """(first bot, second bot) of the rumble's battles after log id ``after``, in any state."""
+    return db.execute(
+        "SELECT first_bot_id, second_bot_id FROM battles WHERE rumble_id = ? AND id > ?", (rumble_id, after)
+    ).fetchall()
 
 
 def count_battles(db: Store, rumble_id: int | None = None) -> int:

@@ -62,9 +62,11 @@ def _where(f: BattleFilter, states: Iterable[str]) -> tuple[str, list]:
     return " AND ".join(clauses), params
 
 
-def count_matching(db: Store, f: BattleFilter, states: Iterable[str]) -> dict[str, int]:
-    """How many battles in ``states`` match ``f``, per rumble name (only rumbles with some)."""
+def count_matching(db: Store, f: BattleFilter, states: Iterable[str], max_id: int | None = None) -> dict[str, int]:
+    """How many battles in ``states`` match ``f`` (with ids up to ``max_id``), per rumble name (only rumbles with some)."""
     where, params = _where(f, states)
+    if max_id is not None:
+        where, params = where + " AND b.id <= ?", [*params, max_id]
     rows = db.execute(
         f"SELECT r.name, count(*) FROM battles b JOIN rumbles r ON r.id = b.rumble_id WHERE {where} GROUP BY r.name ORDER BY r.name",
         params,
@@ -86,6 +88,31 @@ def set_state(db: Store, f: BattleFilter, states: Iterable[str], new_state: str)
     for (name,) in rows:
         moved[name] = moved.get(name, 0) + 1
     return dict(sorted(moved.items()))
+
+
+def matching_ids(db: Store, f: BattleFilter, states: Iterable[str], max_id: int) -> dict[str, list[int]]:
+    """The ids of the battles in ``states`` matching ``f`` with ids up to ``max_id``, per rumble name, in log order."""
+    where, params = _where(f, states)
+    found: dict[str, list[int]] = {}
+    for name, battle_id in db.execute(
+        f"SELECT r.name, b.id FROM battles b JOIN rumbles r ON r.id = b.rumble_id WHERE {where} AND b.id <= ? ORDER BY r.name, b.id",
+        [*params, max_id],
+    ):
+        found.setdefault(name, []).append(battle_id)
+    return found
+
+
+def set_state_of(db: Store, ids: Iterable[int], states: Iterable[str], new_state: str) -> int:
+    """Move the battles ``ids`` that are in ``states`` to ``new_state``; how many moved."""
+    if new_state not in STATES:
+        raise ValueError(f"no battle state {new_state!r}")
+    states = tuple(states)
+    before = db.conn.total_changes
+    db.conn.executemany(
+        f"UPDATE battles SET state = ? WHERE id = ? AND state IN ({', '.join('?' * len(states))})",
+        ((new_state, battle_id, *states) for battle_id in ids),
+    )
+    return db.conn.total_changes - before
 
 
 def set_battle_state(db: Store, battle_id: int, new_state: str) -> None:

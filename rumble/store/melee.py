@@ -62,18 +62,21 @@ def pair_row(db: Store, battle_id: int) -> PairRow:
     return _pair(db.execute(f"SELECT {_PAIR} FROM battles WHERE id = ?", (battle_id,)).fetchone())
 
 
-def iter_pairs(db: Store, rumble_id: int, batch: int = 10_000) -> Iterator[PairRow]:
-    """The rumble's pairs in state 'ok', in log order (for a rebuild)."""
-    last = 0
+def iter_pairs(db: Store, rumble_id: int, batch: int = 10_000, after: int = 0, up_to: int | None = None,
+               states: tuple[str, ...] = ("ok",)) -> Iterator[tuple[str, PairRow]]:  # fmt: skip
+    """(state, pair) of the rumble's pairs in ``states`` with log ids in (after, up_to], in log order (for a rebuild)."""
+    last = after
+    bound = up_to if up_to is not None else 1 << 62
+    marks = ", ".join("?" * len(states))
     while True:
         rows = db.execute(
-            f"SELECT {_PAIR} FROM battles WHERE rumble_id = ? AND id > ? AND state = 'ok' ORDER BY id LIMIT ?",
-            (rumble_id, last, batch),
+            f"SELECT {_PAIR}, state FROM battles WHERE rumble_id = ? AND id > ? AND id <= ? AND state IN ({marks}) ORDER BY id LIMIT ?",
+            (rumble_id, last, bound, *states, batch),
         ).fetchall()
         if not rows:
             return
         for row in rows:
-            yield _pair(row)
+            yield row[-1], _pair(row[:-1])
         last = rows[-1][0]
 
 
@@ -233,9 +236,59 @@ def record_sweep(db: Store, rumble_id: int, swept_at: str) -> int:
     return after
 
 
-def sweeps_in_order(db: Store, rumble_id: int) -> list[tuple[int, str]]:
-    """The rumble's recorded sweeps as (after battle id, time), in order."""
-    return db.execute("SELECT after_battle_id, swept_at FROM melee_sweeps WHERE rumble_id = ? ORDER BY id", (rumble_id,)).fetchall()
+def sweeps_in_order(db: Store, rumble_id: int, after: int = 0) -> list[tuple[int, int, str]]:
+    """The rumble's recorded sweeps after sweep ``after`` as (sweep id, after battle id, time), in order."""
+    return db.execute(
+        "SELECT id, after_battle_id, swept_at FROM melee_sweeps WHERE rumble_id = ? AND id > ? ORDER BY id", (rumble_id, after)
+    ).fetchall()
+
+
+_TABLES = ("melee_battles", "melee_entries", "melee_pairs", "melee_ratings")
+# Each table's key, and which of its rows belong to rumble ? (given twice: the main table's and the shadow's ids)
+_KEYS = {"melee_battles": "id", "melee_entries": "melee_battle_id, bot_id", "melee_pairs": "battle_id", "melee_ratings": "rumble_id, bot_id"}
+
+
+def make_shadow(db: Store) -> None:
+    """Empty TEMP copies of the melee tables, on this connection only: they hide the main tables
+    from its unqualified queries, so that ``rumble.melee`` replays into them without writing the
+    database (no write lock); ``swap_shadow`` later moves the differences into the main tables."""
+    drop_shadow(db)
+    for kind in ("table", "index"):
+        for name, sql in db.execute(
+            f"SELECT name, sql FROM main.sqlite_master WHERE type = ? AND sql IS NOT NULL AND tbl_name IN ({', '.join('?' * len(_TABLES))})",
+            (kind, *_TABLES),
+        ).fetchall():
+            if kind == "table":
+                db.execute(sql.replace("CREATE TABLE ", "CREATE TEMP TABLE ", 1))
+            else:
+                db.execute(sql.replace(f"CREATE INDEX {name} ", f"CREATE INDEX temp.{name} ", 1))
+
+
+def drop_shadow(db: Store) -> None:
+    for table in _TABLES:
+        db.execute(f"DROP TABLE IF EXISTS temp.{table}")
+
+
+def _rumble_rows(schema: str, table: str) -> str:
+    if table in ("melee_battles", "melee_ratings"):
+        return f"SELECT * FROM {schema}.{table} WHERE rumble_id = :rumble"
+    ids = "SELECT id FROM main.melee_battles WHERE rumble_id = :rumble UNION SELECT id FROM temp.melee_battles"
+    column = "melee_battle_id"
+    return f"SELECT * FROM {schema}.{table} WHERE {column} IN ({ids})"
+
+
+def swap_shadow(db: Store, rumble_id: int) -> int:
+    """Make the rumble's rows of the main melee tables equal to the shadow's (caller holds the write
+    transaction): only the rows that differ are deleted or inserted. The number of rows written."""
+    written = 0
+    for table in ("melee_entries", "melee_pairs", "melee_battles", "melee_ratings"):  # entries and pairs first: they find the rumble's battles
+        key = _KEYS[table]
+        gone = f"SELECT {key} FROM ({_rumble_rows('main', table)} EXCEPT SELECT * FROM temp.{table})"
+        written += db.execute(f"DELETE FROM main.{table} WHERE ({key}) IN ({gone})", {"rumble": rumble_id}).rowcount
+        written += db.execute(
+            f"INSERT INTO main.{table} SELECT * FROM temp.{table} EXCEPT {_rumble_rows('main', table)}", {"rumble": rumble_id}
+        ).rowcount
+    return written
 
 
 def melee_rumbles(db: Store) -> list[int]:

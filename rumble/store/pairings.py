@@ -79,6 +79,39 @@ def put_totals(db: Store, rumble_id: int, rows: Iterable[tuple[int, Totals, Summ
     )
 
 
+def rumble_pairings(db: Store, rumble_id: int):
+    """Every pairing of a rumble as (bot, opponent, battles, aps, aps_m2, survival, last_battle), streamed."""
+    return db.execute(f"SELECT bot_id, opponent_id, {_PAIRING} FROM pairings WHERE rumble_id = ?", (rumble_id,))
+
+
+def pairing_values(db: Store, rumble_id: int, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], tuple]:
+    """(battles, aps, aps_m2, survival, last_battle) of each (bot, opponent) in ``keys`` the table has."""
+    found = {}
+    for a, b in keys:
+        row = db.execute(
+            f"SELECT {_PAIRING} FROM pairings WHERE rumble_id = ? AND bot_id = ? AND opponent_id = ?", (rumble_id, a, b)
+        ).fetchone()
+        if row is not None:
+            found[a, b] = tuple(row)
+    return found
+
+
+def replace_pairings(db: Store, rumble_id: int, rows: Iterable[tuple[int, int, Pairing, float | None]]) -> None:
+    """Write (bot, opponent, pairing, priority) rows over whatever the table has for them."""
+    db.conn.executemany(
+        f"INSERT OR REPLACE INTO pairings (rumble_id, bot_id, opponent_id, {_PAIRING}, priority) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        ((rumble_id, a, b, p.battles, p.aps, p.aps_m2, p.survival, p.last_battle, priority) for a, b, p, priority in rows),
+    )
+
+
+def delete_pairings(db: Store, rumble_id: int, keys: Iterable[tuple[int, int]]) -> None:
+    db.conn.executemany("DELETE FROM pairings WHERE rumble_id = ? AND bot_id = ? AND opponent_id = ?", ((rumble_id, a, b) for a, b in keys))
+
+
+def clear_totals(db: Store, rumble_id: int) -> None:
+    db.execute("DELETE FROM bot_summaries WHERE rumble_id = ?", (rumble_id,))
+
+
 def clear_rumble(db: Store, rumble_id: int) -> None:
     """Delete a rumble's derived rows (before a rebuild writes them again)."""
     db.execute("DELETE FROM pairings WHERE rumble_id = ?", (rumble_id,))

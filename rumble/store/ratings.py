@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 
 from rumble.ratings.online import BotRatings
@@ -52,6 +53,22 @@ def generation(db: Store, rumble_id: int) -> int:
 
 def bump_generation(db: Store, rumble_id: int) -> None:
     db.execute("UPDATE rumbles SET generation = generation + 1 WHERE id = ?", (rumble_id,))
+
+
+def record_swap(db: Store, rumble_id: int, generation: int, pairs: list[tuple[int, int]] | None) -> None:
+    """Note what a maintenance swap that made ``generation`` rewrote (None: too much to catch up on)."""
+    db.execute(
+        "INSERT OR REPLACE INTO field_swaps (rumble_id, generation, pairs) VALUES (?, ?, ?)",
+        (rumble_id, generation, json.dumps(pairs) if pairs is not None else None),
+    )
+
+
+def swap_after(db: Store, rumble_id: int, generation: int) -> list[tuple[int, int]] | None:
+    """The pairings the swap that followed ``generation`` rewrote, if it is the latest and was recorded with them."""
+    row = db.execute("SELECT generation, pairs FROM field_swaps WHERE rumble_id = ?", (rumble_id,)).fetchone()
+    if row is None or row[0] != generation + 1 or row[1] is None:
+        return None
+    return [tuple(pair) for pair in json.loads(row[1])]
 
 
 def battles_since(db: Store, rumble_id: int, battle_id: int) -> list[tuple[int, int, int]]:
@@ -108,7 +125,9 @@ def pairing_aps_chunks(db: Store, rumble_id: int, size: int = 50_000) -> Iterato
         yield rows
 
 
-def events_in_order(db: Store, rumble_id: int) -> list[tuple[int, int, bool, int]]:
-    """(event id, bot, active, after battle id) of the rumble's retirements and restorations, in order."""
-    return [(e, bot, bool(active), after) for e, bot, active, after in db.execute(
-        "SELECT id, bot_id, active, after_battle_id FROM participant_events WHERE rumble_id = ? ORDER BY id", (rumble_id,))]  # fmt: skip
+def events_in_order(db: Store, rumble_id: int, after: int = 0) -> list[tuple[int, int, bool, int]]:
+    """(event id, bot, active, after battle id) of the rumble's retirements and restorations after
+    event ``after``, in order."""
+    return [(e, bot, bool(active), after_battle) for e, bot, active, after_battle in db.execute(
+        "SELECT id, bot_id, active, after_battle_id FROM participant_events WHERE rumble_id = ? AND id > ? ORDER BY id",
+        (rumble_id, after))]  # fmt: skip

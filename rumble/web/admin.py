@@ -12,7 +12,7 @@ from datetime import timedelta
 from flask import Blueprint, current_app, g, jsonify, redirect, render_template, request, url_for
 from flask.sessions import SecureCookieSessionInterface
 
-from rumble import ingest, integrity, overrides, store
+from rumble import ingest, integrity, maintenance_jobs, overrides, store
 from rumble.store import admin as admin_store
 from rumble.store import admin_auth as admin_auth_store
 from rumble.store import bots
@@ -89,12 +89,13 @@ def audit_page():
         failures = admin_auth_store.recent_failures(db)
         retirements = stats.retirements(db, None, limit=50)
         stored = overrides.load(db)
+        jobs = maintenance_jobs.recent(db)
     if request.args.get("api") == "1":
         return jsonify(rows)
     games = sorted(current_app.extensions["rumble.rumbles"])
     csrf = csrf_token() if g.admin_via == "session" else ""
     return render_template("admin.html", rows=rows, admin=g.admin, games=games, csrf_token=csrf, flagged=flagged,
-                           removals=removal_requests, failures=failures, retirements=retirements,
+                           removals=removal_requests, failures=failures, retirements=retirements, jobs=jobs,
                            clients=stored.accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"]),
                            rumbles=stored.rumbles(current_app.extensions["rumble.rumbles"]))
 
@@ -198,26 +199,47 @@ def _battle_action(action: str):
     dry_run = str(values.get("dry_run", "")).lower() in ("1", "true", "on", "yes")
     details = {"via": g.admin_via, "remote_addr": request.remote_addr, "dry_run": dry_run}
     db = get_db()
-    status, error, outcome = 200, None, None
     try:
         selection = integrity.make_filter(**text, known_games=current_app.extensions["rumble.rumbles"])
     except integrity.FilterError as problem:
-        status, error = 400, str(problem)
-        details.update(error=error, criteria={k: v for k, v in text.items() if v})
-    with store.write(db):
-        if error is None:
-            details["criteria"] = selection.describe()
-            outcome = integrity.change_battles(db, action, selection, current_app.config["RUMBLE"]["PRIORITY_MIN_BATTLES"], dry_run)
-            details["per_rumble"] = outcome.moved
-        admin_store.audit(db, g.admin, action, details, 0 if outcome is None or dry_run else outcome.battles, store.format_time(now()))
-    if g.admin_via == "session" and error is None:
+        details.update(error=str(problem), criteria={k: v for k, v in text.items() if v})
+        with store.write(db):
+            admin_store.audit(db, g.admin, action, details, 0, store.format_time(now()))
+        return _done(action, 400, error=str(problem))
+    with store.read(db):  # what it will move: the battles that match now (the job moves these, and no later ones)
+        max_id = maintenance_jobs.newest_battle(db)
+        counts = battle_states.count_matching(db, selection, integrity.TRANSITIONS[action][0], max_id)
+    if dry_run:
+        with store.write(db):
+            admin_store.audit(db, g.admin, action, {**details, "criteria": selection.describe(), "per_rumble": counts}, 0, store.format_time(now()))
+        return _done(action, dry_run=True, battles=sum(counts.values()), per_rumble=counts, replayed={})
+    args = {"criteria": maintenance_jobs.criteria(selection), "max_id": max_id, "details": details,
+            "min_battles": current_app.config["RUMBLE"]["PRIORITY_MIN_BATTLES"]}  # fmt: skip
+    return _start_job(action, args, battles=sum(counts.values()), per_rumble=counts)
+
+
+def _start_job(kind: str, args: dict, **fields):
+    """Record a maintenance job, start its process, answer 202 with its id (a browser: back to /admin)."""
+    job_id = maintenance_jobs.submit(get_db(), kind, args, g.admin)
+    maintenance_jobs.spawn(current_app.config["RUMBLE"]["DB"], job_id)
+    if g.admin_via == "session":
         return redirect(url_for("admin.audit_page"), code=303)
-    if error is not None:
-        response = jsonify(action=action, error=error)
-    else:
-        response = jsonify(action=action, dry_run=dry_run, battles=outcome.battles, per_rumble=outcome.moved, replayed=outcome.replayed)
-    response.status_code = status
+    response = jsonify(action=kind, job=job_id, state="queued", url=url_for("admin.job_page", id=job_id), **fields)
+    response.status_code = 202
     return response
+
+
+@bp.get("/jobs")
+@admin_required
+def job_page():
+    """The newest maintenance jobs as JSON, or with ``id`` that job's row (state, progress, result or error)."""
+    wanted = request.args.get("id", "")
+    if not wanted:
+        return jsonify(maintenance_jobs.recent(get_db()))
+    found = maintenance_jobs.job_state(get_db(), int(wanted)) if wanted.isascii() and wanted.isdigit() and len(wanted) < 19 else None
+    if found is None:
+        return _done("job", 404, error=f"no job {wanted!r}")
+    return jsonify(found)
 
 
 def _done(action: str, status: int = 200, **fields):
@@ -233,24 +255,18 @@ def _done(action: str, status: int = 200, **fields):
 @admin_required
 def rebuild():
     """Recompute a rumble's tables from its log (``game``), or every rumble with battles (no game)."""
-    from rumble.rebuild import rebuild_rumble
-
     game = str(_values().get("game", "")).strip()
     known = current_app.extensions["rumble.rumbles"]
-    details = {"via": g.admin_via, "remote_addr": request.remote_addr, "game": game or "all"}
+    details = {"via": g.admin_via, "remote_addr": request.remote_addr}
     db = get_db()
-    with store.write(db):
-        if game and game not in known:
-            details["error"] = f"no rumble called {game!r}"
-            admin_store.audit(db, g.admin, "rebuild", details, 0, store.format_time(now()))
-            return _done("rebuild", 400, error=details["error"])
+    if game and game not in known:
+        with store.write(db):
+            admin_store.audit(db, g.admin, "rebuild", {**details, "game": game, "error": f"no rumble called {game!r}"}, 0, store.format_time(now()))
+        return _done("rebuild", 400, error=f"no rumble called {game!r}")
+    with store.read(db):
         games = [game] if game else [name for name in known if battle_states.logged_battles(db, name)]
-        stored = overrides.load(db)
-        replayed = {name: rebuild_rumble(db, name, stored.rumble(known[name]).rounds, current_app.config["RUMBLE"]["PRIORITY_MIN_BATTLES"])
-                    for name in games}  # fmt: skip
-        details["replayed"] = replayed
-        admin_store.audit(db, g.admin, "rebuild", details, sum(replayed.values()), store.format_time(now()))
-    return _done("rebuild", replayed=replayed, battles=sum(replayed.values()))
+    args = {"games": games, "details": details, "min_battles": current_app.config["RUMBLE"]["PRIORITY_MIN_BATTLES"]}
+    return _start_job("rebuild", args, games=games)
 
 
 @bp.post("/batch")

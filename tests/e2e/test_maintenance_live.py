@@ -1,0 +1,150 @@
+"""Maintenance never blocks uploads (issue 11, item 4), against a real ``rumble serve``: while
+``rumble rebuild`` and an /admin rollback replay a rumble whose blocking rebuild takes seconds,
+uploads are answered, each within 2 s, and the tables end equal to a fresh rebuild."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import threading
+import time
+
+import requests
+
+from rumble import ingest, settings, store
+from rumble.app import prepare_database
+from rumble.battle import Battle, Side
+from rumble.protocol.games import load_rumbles
+from rumble.protocol.upload import format_upload
+from rumble.rebuild import rebuild_rumble
+from rumble.store import battles as battle_log
+from rumble.store import bots
+from rumble.store.rumbles import rumble_id
+from rumble.store.tables import snapshot
+
+from .e2e_support import live_server, post_like_java
+
+BOTS = [f"load.Bot{i:03d} 1.0" for i in range(600)]
+LOGGED = 100_000  # battles: a blocking rebuild of them takes seconds (asserted below), far over 2 s
+SLOWEST_S = 2.0
+ROBORUMBLE = load_rumbles()["roborumble"]
+
+
+def _battle(rng: random.Random, time_ms: int, uploader: str, received_at: str = "") -> Battle:
+    a, b = rng.sample(BOTS, 2)
+    total = rng.randint(2000, 8000)
+    first = rng.randint(total // 2, total)
+    return Battle("roborumble", "1", "1.9.3.9", False, False, ROBORUMBLE.rounds, ROBORUMBLE.field, uploader, time_ms,
+                  Side(a, first, first // 3, 20), Side(b, total - first, (total - first) // 3, 15), received_at,
+                  "10.0.0.9" if received_at else None)  # fmt: skip
+
+
+def _build(path) -> None:
+    """A roborumble of 600 bots and 100,000 logged battles, its tables computed by the rebuild."""
+    values = settings.load({"DB": str(path)})
+    prepare_database(values, load_rumbles())
+    db = store.connect(path)
+    rng, now = random.Random(11), store.utc_now()
+    start_ms = int(time.time() * 1000) - 2 * LOGGED
+    with store.write(db):
+        rid = rumble_id(db, "roborumble")
+        for n in range(LOGGED):
+            result = _battle(rng, start_ms + n, "Mallory" if n % 10 == 0 else "Jane", now)
+            battle_log.append_battle(db, rid, bots.bot_id(db, result.first.name, now), bots.bot_id(db, result.second.name, now), result)
+        for name in BOTS:
+            ingest.activate(db, rid, bots.bot_id(db, name, now), now)
+        rebuild_rumble(db, "roborumble", ROBORUMBLE.rounds, 3)
+    db.close()
+
+
+def _blocking_rebuild_seconds(path) -> float:
+    db = store.connect(path)
+    started = time.perf_counter()
+    with store.write(db):
+        rebuild_rumble(db, "roborumble", ROBORUMBLE.rounds, 3)
+    db.close()
+    return time.perf_counter() - started
+
+
+class Uploader(threading.Thread):
+    """Uploads one battle after another on new connections; keeps (start, seconds, whole answer)."""
+
+    def __init__(self, url: str, index: int):
+        super().__init__(daemon=True)
+        self.url, self.rng, self.index = url, random.Random(index), index
+        self.stop, self.seen = threading.Event(), []
+
+    def run(self) -> None:
+        time_ms = int(time.time() * 1000)
+        while not self.stop.is_set():
+            time_ms += 1
+            result = _battle(self.rng, time_ms, f"client-{self.index}")
+            began = time.time()
+            try:
+                status, _, text = post_like_java(self.url + "/UploadedResults", format_upload(result))
+            except OSError as error:
+                status, text = 0, repr(error)
+            self.seen.append((began, time.time() - began, status, text, result))
+
+    def during(self, start: float, end: float) -> list[tuple]:
+        return [row for row in self.seen if start <= row[0] <= end]
+
+
+def _answered_ok(row) -> bool:
+    _, _, status, text, result = row
+    expected = f"OK. {result.first.name} vs {result.second.name} received for roborumble"
+    return status == 200 and text.splitlines()[-1] == expected
+
+
+def _assert_answered_in_time(clients: list[Uploader], start: float, end: float) -> None:
+    """Every upload begun in [start, end] was answered OK, within SLOWEST_S, and they went on all along."""
+    rows = [row for client in clients for row in client.during(start, end)]
+    assert len(rows) >= 3 * (end - start) / SLOWEST_S / 2  # answered all along, not once at the end
+    assert [row[3] for row in rows if not _answered_ok(row)] == []
+    slowest = max(row[1] for row in rows)
+    assert slowest < SLOWEST_S, f"slowest upload {slowest:.2f} s while maintenance ran {end - start:.1f} s"
+
+
+def test_uploads_are_answered_within_2_s_during_a_rebuild_and_a_rollback(tmp_path):
+    _build(tmp_path / "rumble.db")
+    copy = tmp_path / "copy.db"
+    subprocess.run(["sqlite3", str(tmp_path / "rumble.db"), f".backup {copy}"], check=True)
+    blocking = _blocking_rebuild_seconds(copy)
+    assert blocking > 1.25 * SLOWEST_S, f"the blocking rebuild took {blocking:.1f} s: too little to show anything"
+    with live_server(tmp_path) as server:
+        token = subprocess.run([sys.executable, "-m", "rumble", "admin", "create-token", "--db", str(server.db_path), "alice"],
+                               check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+        clients = [Uploader(server.url, i) for i in range(3)]
+        for client in clients:
+            client.start()
+        try:
+            time.sleep(1.0)
+            t0 = time.time()
+            done = subprocess.run([sys.executable, "-m", "rumble", "rebuild", "--db", str(server.db_path), "--game", "roborumble"],
+                                  capture_output=True, text=True)  # fmt: skip
+            t1 = time.time()
+            assert done.returncode == 0 and done.stdout.splitlines()[-1].startswith("roborumble: replayed "), done.stderr
+            time.sleep(SLOWEST_S)  # the uploads begun during the rebuild have been answered (or are late)
+            _assert_answered_in_time(clients, t0, t1)
+            auth = {"Authorization": f"Bearer {token}"}
+            answer = requests.post(server.url + "/admin/rollback", json={"uploader": "Mallory"}, headers=auth, timeout=10)
+            assert answer.status_code == 202 and answer.json()["battles"] == LOGGED // 10
+            while (job := requests.get(server.url + answer.json()["url"], headers=auth, timeout=10).json())["state"] not in ("done", "failed"):
+                time.sleep(0.1)
+            t2 = time.time()
+            assert job["state"] == "done" and job["result"]["battles"] == LOGGED // 10, job
+            time.sleep(0.5)
+        finally:
+            for client in clients:
+                client.stop.set()
+            for client in clients:
+                client.join(30)
+        _assert_answered_in_time(clients, t1 + SLOWEST_S, t2)
+    db = store.connect(server.db_path)
+    served = snapshot(db)
+    with store.write(db):
+        rebuild_rumble(db, "roborumble", ROBORUMBLE.rounds, 3)
+    assert snapshot(db) == served
+    assert db.execute("SELECT count(*) FROM battles WHERE state = 'removed'").fetchone()[0] == LOGGED // 10
+    db.close()

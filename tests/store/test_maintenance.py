@@ -1,0 +1,157 @@
+"""Maintenance computed aside (rumble/maintenance.py): uploads, retirements and revivals that arrive
+while a rebuild or a rollback replays the log end in the same tables as a fresh blocking rebuild,
+bit for bit, and the upload path keeps the tables equal to a rebuild after the swap."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from conftest import battle, now_ms
+
+import numpy as np
+
+from rumble.protocol.replies import Kind
+from rumble import fields, maintenance, maintenance_jobs, store
+from rumble.protocol.games import load_rumbles
+from rumble.rebuild import rebuild_rumble
+from rumble.store.integrity import BattleFilter
+from rumble.store import ratings as rating_rows
+from rumble.store.rumbles import rumble_id
+from rumble.store.tables import snapshot
+from rumble.web import get_db
+
+BOTS = [f"pkg{i % 3}.Bot{i} 1.{i}" for i in range(10)]
+ROUNDS = load_rumbles()["roborumble"].rounds
+
+
+def _season(upload, rng: random.Random, uploads: int, start_ms: int, uploader: str = "Jane") -> None:
+    for n in range(uploads):
+        a, b = rng.sample(BOTS, 2)
+        total = rng.randint(1000, 8000)
+        first = round(total * rng.random())
+        assert upload(battle(a, b, (first, total - first), (20, 15), time_ms=start_ms - n, uploader=uploader)).kind is Kind.ACCEPTED
+
+
+def _tables(db) -> tuple:
+    participants = db.execute("SELECT rumble_id, bot_id, active FROM participants ORDER BY rumble_id, bot_id").fetchall()
+    return snapshot(db), participants
+
+
+def _fresh_rebuild(db) -> tuple:
+    with store.write(db):
+        rebuild_rumble(db, "roborumble", ROUNDS, 3)
+    return _tables(db)
+
+
+def _remove(client, name: str) -> str:
+    body = f"version=1&game=roborumble&name={name.replace(' ', '_')}&dummy=NA\n".encode()
+    return client.post("/RemoveOldParticipant", data=body).get_data(as_text=True)
+
+
+def _assert_worker_copy_equals_a_fresh_load(app) -> None:
+    """The test client's connection stands for a worker: its copy of the field, one generation behind
+    after the swap, catches up on what the swap rewrote and must equal a copy read afresh."""
+    with app.app_context():
+        db = get_db()
+        rid = rumble_id(db, "roborumble")
+        held = db.shared[("field", rid)]
+        assert held.seen[2] + 1 == db.execute("SELECT generation FROM rumbles WHERE id = ?", (rid,)).fetchone()[0]
+        assert rating_rows.swap_after(db, rid, held.seen[2]) is not None  # caught up, not read again
+        with store.write(db):
+            copy = fields.current(db, rid)
+            fresh = fields.load(db, rid)
+        assert copy is held and copy.seen == fresh.seen
+        n = len(fresh.field.ids)
+        assert copy.field.ids == fresh.field.ids
+        assert np.array_equal(copy.field.active[:n], fresh.field.active[:n])
+        assert np.array_equal(copy.field.aps[:n, :n], fresh.field.aps[:n, :n], equal_nan=True)
+        assert np.array_equal(copy.field.table[:, :n], fresh.field.table[:, :n], equal_nan=True)
+        assert np.array_equal(copy.field.xonstat_battles[:n], fresh.field.xonstat_battles[:n])
+
+
+class Meanwhile:
+    """A progress callback that stands for the server's other workers: on the first calls (the
+    replay aside and the first catch-up, both outside the write lock) it uploads battles and
+    retires a bot, as clients would while the maintenance job runs. It is never called under the
+    swap's lock (an upload from there would wait for that lock forever)."""
+
+    def __init__(self, client, upload, rng: random.Random):
+        self.client, self.upload, self.rng = client, upload, rng
+        self.calls = 0
+        self.now = now_ms() - 100_000
+
+    def __call__(self, n: int) -> None:
+        self.calls += 1
+        if self.calls == 1:  # during the replay of the whole log
+            _season(self.upload, self.rng, 12, self.now, uploader="Joe")
+            assert _remove(self.client, BOTS[3]) == f"OK. {BOTS[3]} retired from roborumble\n"
+        elif self.calls == 2:  # during the first catch-up, after the comparison with the live tables
+            _season(self.upload, self.rng, 6, self.now - 50, uploader="Joe")
+            assert _remove(self.client, BOTS[5]) == f"OK. {BOTS[5]} retired from roborumble\n"
+            new = battle(BOTS[3], "new.Bot 1.0", (4000, 2000), (20, 15), time_ms=self.now - 99, uploader="Joe")
+            assert self.upload(new).kind is Kind.ACCEPTED  # revives BOTS[3], brings in a new bot
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_uploads_during_a_rebuild_end_equal_to_a_fresh_rebuild(app, client, upload, seed):
+    rng = random.Random(seed)
+    _season(upload, rng, 150, now_ms())
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    before = db.execute("SELECT generation FROM rumbles WHERE name = 'roborumble'").fetchone()[0]
+    meanwhile = Meanwhile(client, upload, rng)
+    with maintenance.one_at_a_time(db):
+        job = maintenance.recompute(db, "roborumble", ROUNDS, 3, meanwhile)
+    assert meanwhile.calls >= 2  # the aside replay, a catch-up (none under the swap's lock)
+    assert job.replay.replayed == 150 + 12 + 6 + 1
+    assert db.execute("SELECT generation FROM rumbles WHERE name = 'roborumble'").fetchone()[0] == before + 1
+    swapped = _tables(db)
+    _assert_worker_copy_equals_a_fresh_load(app)
+    assert swapped == _fresh_rebuild(db)
+    # The server's copy of the field reloads after the generation bump: later uploads still equal a rebuild.
+    _season(upload, rng, 20, meanwhile.now - 200)
+    assert _remove(client, BOTS[7]).startswith("OK")
+    after = _tables(db)
+    assert after == _fresh_rebuild(db) and after != swapped
+    db.close()
+
+
+def test_a_rollback_computed_aside_moves_only_the_battles_that_matched_when_asked(app, client, upload):
+    rng = random.Random(7)
+    now = now_ms()
+    _season(upload, rng, 80, now)
+    _season(upload, rng, 30, now - 1000, uploader="Mallory")
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    max_id = maintenance_jobs.newest_battle(db)
+    meanwhile = Meanwhile(client, upload, rng)
+    meanwhile.upload = lambda result: upload(result.__class__(**{**vars(result), "uploader": "Mallory"}))  # more of Mallory's
+    outcome = maintenance_jobs.change_battles(db, "rollback", BattleFilter(uploader="Mallory"), max_id, 3, "alice", {"via": "test"},
+                                              lambda game, done, total: meanwhile(done))  # fmt: skip
+    assert outcome.moved == {"roborumble": 30}
+    _assert_worker_copy_equals_a_fresh_load(app)
+    states = dict(db.execute("SELECT state, count(*) FROM battles WHERE uploader = 'Mallory' GROUP BY state").fetchall())
+    assert states == {"removed": 30, "ok": 12 + 6 + 1}  # those sent while it ran still count
+    assert _tables(db) == _fresh_rebuild(db)
+    (entry,) = db.execute("SELECT who, action, battles FROM audit_log").fetchall()
+    assert entry == ("alice", "rollback", 30)
+    db.close()
+
+
+def test_a_restore_or_a_blocking_rebuild_meanwhile_stops_it_with_nothing_written(app, client, upload):
+    _season(upload, random.Random(4), 40, now_ms())
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    other = store.connect(app.config["RUMBLE"]["DB"])
+    before = _tables(db)
+
+    def rebuild_elsewhere(n: int) -> None:
+        if not hasattr(rebuild_elsewhere, "done"):
+            rebuild_elsewhere.done = True
+            with store.write(other):
+                rebuild_rumble(other, "roborumble", ROUNDS, 3)
+
+    with pytest.raises(maintenance.Conflict, match="restored or rebuilt by other means"):
+        maintenance.recompute(db, "roborumble", ROUNDS, 3, rebuild_elsewhere, frozenset({1, 2}), "removed")
+    assert _tables(db) == before
+    assert db.execute("SELECT count(*) FROM battles WHERE state != 'ok'").fetchone()[0] == 0
+    other.close()
+    db.close()
