@@ -15,7 +15,7 @@ import pytest
 
 from bad_input import HOSTILE, KNOWN, PARAMS, encode, path_for, protocol_problem
 from rumble import store
-from rumble.admin_tokens import hash_token, new_token
+from rumble.admin_tokens import hash_token, new_token, token_id
 from rumble.app import create_app
 from rumble.battle import Battle, Side
 from rumble.protocol.upload import format_upload
@@ -65,7 +65,7 @@ def server(live_server):
         battle = Battle("roborumble", "1", "1.9.3.9", False, False, 35, "800x600", "Jane Doe", now + n,
                         Side(first, 6598, 3299, 32), Side(second, 4883, 2441, 3))  # fmt: skip
         status, _, text = post_like_java(live_server.url + "/UploadedResults", format_upload(battle))
-        assert status == 200 and "received" in text, text
+        assert status == 200 and text.splitlines()[-1] == f"OK. {first} vs {second} received for roborumble", text
     return live_server
 
 
@@ -74,7 +74,7 @@ def maintainer(server) -> bytes:
     token = new_token()
     db = store.connect(str(server.db_path), migrate=False)
     with store.write(db):
-        admin_store.add_maintainer(db, "alice", hash_token(token), store.utc_now())
+        admin_store.add_maintainer(db, "alice", token_id(token), hash_token(token), store.utc_now())
     db.close()
     return f"Authorization: Bearer {token}\r\n".encode()
 

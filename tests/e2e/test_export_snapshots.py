@@ -19,6 +19,7 @@ import requests
 from rumble.battle import Battle, Side
 from rumble.protocol.upload import format_upload
 
+from .e2e_support import live_server as start_live_server
 from .e2e_support import post_like_java
 
 pytestmark = pytest.mark.e2e
@@ -66,7 +67,14 @@ def test_exports_come_from_snapshot_files_with_conditional_get(live_server, tmp_
     assert [p.name for p in folder.glob("battles.csv.*")] == ["battles.csv." + fresh.headers["ETag"].strip('"')]
 
 
-def test_requests_that_arrive_together_share_one_snapshot(live_server):
+def test_requests_that_arrive_together_share_one_snapshot(tmp_path):
+    """Six requests at once (the server allowing that many exports at once per worker) get one
+    snapshot, written once."""
+    with start_live_server(tmp_path, settings={"EXPORT_REQUESTS": "8", "PAGE_REQUESTS": "8"}) as live_server:
+        _together(live_server)
+
+
+def _together(live_server) -> None:
     now = int(time.time() * 1000)
     for k in range(5):
         _upload(live_server.url, f"bot.B{k} 1.0", f"bot.C{k} 1.0", now - k, "Jane Doe")
