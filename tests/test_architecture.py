@@ -43,3 +43,60 @@ def test_every_package_ships_in_an_installed_copy():
     listed = set(tomllib.loads((root.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(root.parent).parts) for p in root.rglob("__init__.py")}
     assert found | {"rumble.migrations"} == listed
+
+
+def _imports() -> tuple[set[str], list[tuple[str, str, str | None]]]:
+    """Every rumble module, and every import of a rumble module or name by one (those inside
+    functions too): (importer, imported module, imported name or None)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(rumble.__file__).parent
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    found = []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found += [(name, alias.name, None) for alias in node.names if alias.name.startswith("rumble")]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+                if base.startswith("rumble"):
+                    for alias in node.names:
+                        full = f"{base}.{alias.name}"
+                        found.append((name, full, None) if full in modules else (name, base, alias.name))
+    return set(modules), found
+
+
+def test_no_import_cycles_counting_imports_inside_functions():
+    import networkx as nx
+
+    modules, found = _imports()
+    graph = nx.DiGraph((a, b) for a, b, _ in found if b in modules and a != b)
+    cycles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert cycles == []
+
+
+def test_no_private_name_is_imported_from_another_module():
+    _, found = _imports()
+    assert [(a, f"{b}.{name}") for a, b, name in found if name and name.startswith("_")] == []
+
+
+def test_the_cycle_check_sees_imports_inside_functions(tmp_path, monkeypatch):
+    """The check would catch a cycle closed by an import inside a function (as warm_up's once was)."""
+    import networkx as nx
+
+    _, found = _imports()
+    inside = [(a, b) for a, b, _ in found if a == "rumble.cli" and b == "rumble.ratings.online"]
+    assert inside, "rumble.cli imports rumble.ratings.online inside serve()"
+    graph = nx.DiGraph((a, b) for a, b, _ in found)
+    graph.add_edge("rumble.ratings.online", "rumble.cli")  # as if online imported the CLI back
+    assert any(len(c) > 1 for c in nx.strongly_connected_components(graph))

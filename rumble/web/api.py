@@ -21,7 +21,7 @@ from rumble.store import details, export, history, read
 from rumble.store import rumbles as rumble_store
 from rumble.store.tables import RANKING_COLUMNS, RANKING_ORDER
 from rumble.web import clock, get_db, now
-from rumble.web.bots import NotFound, _found, _rumble
+from rumble.web.lookup import BATCH_TITLES, NotFound, found_or_404, rumble_or_404
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 DEFAULT_LIMIT, MAX_LIMIT = 100, 5000
@@ -147,7 +147,7 @@ def rumbles() -> Response:
 def rankings(game: str) -> Response:
     from rumble.web.pages import ranking_table
 
-    rid, order = _rumble(game), request.args.get("order", "-aps")
+    rid, order = rumble_or_404(game), request.args.get("order", "-aps")
     try:
         rows, state, banner = ranking_table(get_db(), rid, order, now().timestamp(), current_app.extensions["rumble.rumbles"][game].melee)
     except KeyError:
@@ -157,24 +157,22 @@ def rankings(game: str) -> Response:
 
 @bp.get("/rumbles/<game>/alternative-rankings")
 def alternative_rankings(game: str) -> Response:
-    from rumble.web.pages import BATCH_TITLES
-
-    return jsonify({"game": game, **batch_store.alternative_rankings(get_db(), _rumble(game), tuple(BATCH_TITLES))})
+    return jsonify({"game": game, **batch_store.alternative_rankings(get_db(), rumble_or_404(game), tuple(BATCH_TITLES))})
 
 
 @bp.get("/rumbles/<game>/bots/<path:name>")
 def bot(game: str, name: str) -> Response:
     order = request.args.get("order", "name")
-    page = _found(_ordered(details.bot_details, get_db(), _rumble(game), name, order=order, orders=details.PAIRING_ORDER), game, name)
+    page = found_or_404(_ordered(details.bot_details, get_db(), rumble_or_404(game), name, order=order, orders=details.PAIRING_ORDER), game, name)
     pairings = page.pop("pairings")
     return jsonify({"game": game, "order": order, **page, **_paginated(pairings)})
 
 
 @bp.get("/rumbles/<game>/bots/<path:name>/history")
 def bot_history(game: str, name: str) -> Response:
-    db, rid = get_db(), _rumble(game)
+    db, rid = get_db(), rumble_or_404(game)
     with read(db):
-        found = _found(details.find_participant(db, rid, name), game, name)
+        found = found_or_404(details.find_participant(db, rid, name), game, name)
         rows = history.bot_history(db, rid, found["id"])
     return jsonify({"game": game, "bot": found["name"], "items": rows})
 
@@ -182,7 +180,7 @@ def bot_history(game: str, name: str) -> Response:
 @bp.get("/rumbles/<game>/pairing")
 def pairing(game: str) -> Response:
     a, b = request.args.get("bot", ""), request.args.get("vs", "")
-    page = _found(details.pairing_page(get_db(), _rumble(game), a, b), game, a, b)
+    page = found_or_404(details.pairing_page(get_db(), rumble_or_404(game), a, b), game, a, b)
     battles = page.pop("battles")
     return jsonify({"game": game, **page, **_paginated(battles)})
 
@@ -190,7 +188,7 @@ def pairing(game: str) -> Response:
 @bp.get("/rumbles/<game>/compare")
 def compare(game: str) -> Response:
     a, b, order = request.args.get("bota", ""), request.args.get("botb", ""), request.args.get("order", "name")
-    page = _found(_ordered(details.bot_compare, get_db(), _rumble(game), a, b, order=order, orders=details.COMPARE_ORDER), game, a, b)
+    page = found_or_404(_ordered(details.bot_compare, get_db(), rumble_or_404(game), a, b, order=order, orders=details.COMPARE_ORDER), game, a, b)
     rows = page.pop("rows")
     return jsonify({"game": game, "order": order, **page, **_paginated(rows)})
 
@@ -206,7 +204,7 @@ def all_stats() -> Response:
 def rumble_stats(game: str) -> Response:
     from rumble.web.pages import stats_page
 
-    _rumble(game)
+    rumble_or_404(game)
     return jsonify(stats_page(get_db(), game))
 
 
@@ -231,7 +229,7 @@ def _snapshot_response(game: str, name: str, mimetype: str, download_name: str) 
     """The rumble's snapshot of ``name`` (rumble.exports), sent from its file with its ETag and
     Last-Modified; conditional GET (304) and ranges as werkzeug's send_file does them."""
     settings = current_app.config["RUMBLE"]
-    rid, melee = _rumble(game), current_app.extensions["rumble.rumbles"][game].melee
+    rid, melee = rumble_or_404(game), current_app.extensions["rumble.rumbles"][game].melee
     hourly = melee and name.startswith("rankings.")
     snapshots = exports.Snapshots.from_settings(settings)
     writer = exports.table_writer(settings["DB"], rid, game, name, _ranking_export(melee), hourly)

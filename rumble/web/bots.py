@@ -10,8 +10,8 @@ from rumble.ratings import weng_lin
 from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import details
 from rumble.store import melee as melee_store
-from rumble.store import rumbles as rumble_store
 from rumble.web import get_db, now
+from rumble.web.lookup import BATCH_TITLES, NotFound, failure, found_or_404, rumble_or_404
 from rumble.web.cells import pairing_cells
 
 PAIRING_TITLES = {
@@ -22,36 +22,6 @@ COMPARE_TITLES = {
     "a_aps": "APS (A)", "b_aps": "APS (B)", "diff": "Diff APS", "a_survival": "Survival (A)",
     "b_survival": "Survival (B)", "diff_survival": "Diff survival", "opponent_aps": "Opponent APS",
 }  # fmt: skip
-
-
-class NotFound(Exception):
-    """A request names an unknown rumble or bot, or a bad sort order: answered in plain words."""
-
-    def __init__(self, message: str, status: int = 404):
-        super().__init__(message)
-        self.status = status
-
-
-def failure(error: NotFound) -> Response:
-    """The error as JSON for ``api=1``, else as plain text."""
-    if request.args.get("api") == "1":
-        response = jsonify({"error": str(error)})
-    else:
-        response = Response(str(error) + "\n", mimetype="text/plain")
-    response.status_code = error.status
-    return response
-
-
-def _rumble(game: str) -> int:
-    if game not in current_app.extensions["rumble.rumbles"]:
-        raise NotFound(f"There is no rumble called {game!r}.")
-    return rumble_store.rumble_id(get_db(), game)
-
-
-def _found(page: dict | None, game: str, *names: str) -> dict:
-    if page is None:
-        raise NotFound(f"No bot called {' or '.join(repr(n) for n in names)} has battled in {game}.")
-    return page
 
 
 def _call(function, *args, order: str, orders) -> dict | None:
@@ -65,12 +35,11 @@ def _call(function, *args, order: str, orders) -> dict | None:
 def bot_details() -> Response | str:
     """A bot's summary and every pairing (LiteRumble's /BotDetails?game=G&name=N)."""
     game, name, order = request.args.get("game", "roborumble"), request.args.get("name", ""), request.args.get("order", "name")
-    page = _found(_call(details.bot_details, get_db(), _rumble(game), name, order=order, orders=details.PAIRING_ORDER), game, name)
+    page = found_or_404(_call(details.bot_details, get_db(), rumble_or_404(game), name, order=order, orders=details.PAIRING_ORDER), game, name)
     if current_app.extensions["rumble.rumbles"][game].melee:
-        page["melee"] = _melee(melee_store.bot_page(get_db(), _rumble(game), page["bot"]["name"]))
+        page["melee"] = _melee(melee_store.bot_page(get_db(), rumble_or_404(game), page["bot"]["name"]))
     if request.args.get("api") == "1":
         return jsonify({"game": game, **page})
-    from rumble.web.pages import BATCH_TITLES  # pages.py imports this module to register it
 
     return render_template("bot_details.html", game=game, order=order, titles=PAIRING_TITLES, batch_titles=BATCH_TITLES,
                            provisional_rd=PROVISIONAL_RD, cells=pairing_cells, **page)  # fmt: skip
@@ -93,7 +62,7 @@ def _melee(found: dict | None) -> dict | None:
 def pairing() -> Response | str:
     """Every battle of one pairing from the log (RRServer's ViewPairing)."""
     game, bot, vs = request.args.get("game", "roborumble"), request.args.get("bot", ""), request.args.get("vs", "")
-    page = _found(details.pairing_page(get_db(), _rumble(game), bot, vs), game, bot, vs)
+    page = found_or_404(details.pairing_page(get_db(), rumble_or_404(game), bot, vs), game, bot, vs)
     if request.args.get("api") == "1":
         return jsonify({"game": game, **page})
     return render_template("pairing.html", game=game, **page)
@@ -103,7 +72,7 @@ def bot_compare() -> Response | str:
     """Two bots over their common opponents (LiteRumble's /BotCompare?game=G&bota=A&botb=B)."""
     args = request.args
     game, a, b, order = args.get("game", "roborumble"), args.get("bota", ""), args.get("botb", ""), args.get("order", "name")
-    page = _found(_call(details.bot_compare, get_db(), _rumble(game), a, b, order=order, orders=details.COMPARE_ORDER), game, a, b)
+    page = found_or_404(_call(details.bot_compare, get_db(), rumble_or_404(game), a, b, order=order, orders=details.COMPARE_ORDER), game, a, b)
     if args.get("api") == "1":
         return jsonify({"game": game, **page})
     return render_template("bot_compare.html", game=game, order=order, titles=COMPARE_TITLES, **page)

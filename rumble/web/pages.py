@@ -19,9 +19,9 @@ from rumble.store import melee as melee_store
 from rumble.store import rumbles as rumble_store
 from rumble.store import format_time, stats, tables, upload_stats
 from rumble.web import bots, cells, get_db, now, plots
+from rumble.web.lookup import BATCH_TITLES, STATS_DAYS
 
 bp = Blueprint("pages", __name__)
-STATS_DAYS = 30  # the "recent" window of /RumbleStats (LiteRumble shows 31 days)
 MAX_LIMIT = 100_000  # rows a /Rankings page may ask for: every bot of any rumble (by default a page has them all)
 bots.register(bp)  # /BotDetails, /Pairing, /BotCompare
 plots.register(bp)  # the SVG plots those pages and /RumbleStats show
@@ -44,16 +44,6 @@ COLUMN_TITLES = {
 # A melee rumble's columns from its whole battles (rumble/melee.py), after XonStat Elo (which in a
 # melee rumble is the battle-level one too).
 MELEE_TITLES = {"mu": "μ", "sigma": "σ", "conservative": "μ − 3σ", "melee_battles": "Melee battles"}
-# The batch methods' columns (rumble.rankings.batch.METHODS), after the columns above.
-BATCH_TITLES = {
-    "schulze": "Schulze",
-    "ranked_pairs": "Ranked Pairs",
-    "copeland": "Copeland",
-    "borda": "Borda",
-    "batch_elo": "Batch Elo",
-    "npp": "ANPP",
-    "vote": "Vote",
-}
 
 
 @bp.app_template_filter("query_value")

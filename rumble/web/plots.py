@@ -19,7 +19,7 @@ from flask import Response, request
 
 from rumble.store import details, format_time, history, read, stats, upload_stats
 from rumble.web import get_db, now
-from rumble.web.bots import _found, _rumble
+from rumble.web.lookup import STATS_DAYS, found_or_404, rumble_or_404
 
 SVG = "image/svg+xml"
 WIDTH, HEIGHT = 7.5, 4.0  # inches at 72 dpi: 540 x 288 px
@@ -56,7 +56,7 @@ def _empty(axes, text: str) -> None:
 def scores_plot() -> Response:
     """A pairing's APS (y) against its opponent's APS (x), live opponents only."""
     game, name = request.args.get("game", "roborumble"), request.args.get("name", "")
-    page = _found(details.bot_details(get_db(), _rumble(game), name, now=now().timestamp()), game, name)
+    page = found_or_404(details.bot_details(get_db(), rumble_or_404(game), name, now=now().timestamp()), game, name)
     points = [(p["opponent_aps"], p["aps"]) for p in page["pairings"] if p["active"] and p["opponent_aps"] is not None]
     import matplotlib
 
@@ -77,9 +77,9 @@ def history_plot() -> Response:
     """The bot's APS rank and XonStat rank, APS and ratings per day, from the daily snapshot."""
     game, name = request.args.get("game", "roborumble"), request.args.get("name", "")
     db = get_db()
-    rid = _rumble(game)
+    rid = rumble_or_404(game)
     with read(db):
-        bot = _found(details.find_participant(db, rid, name), game, name)
+        bot = found_or_404(details.find_participant(db, rid, name), game, name)
         rows = history.bot_history(db, rid, bot["id"])
     import matplotlib
 
@@ -125,11 +125,9 @@ def _date_axis(axes, days: list[date]) -> None:
 def uploads_plot() -> Response:
     """Battles received per UTC day over the /RumbleStats window (days without any shown as 0) and,
     once the upload counts have days, the refused uploads and the mean and longest server time."""
-    from rumble.web.pages import STATS_DAYS
-
     game = request.args.get("game") or None
     db = get_db()
-    rid = _rumble(game) if game else None
+    rid = rumble_or_404(game) if game else None
     moment = now()
     since = format_time(moment - timedelta(days=STATS_DAYS))
     rows = {r["day"]: r["battles"] for r in stats.uploads_per_day(db, rid, since)}
