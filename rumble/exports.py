@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import fcntl
 import hashlib
 import io
 import json
@@ -48,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from rumble import store
 from rumble.store import export
 
 log = logging.getLogger(__name__)
@@ -146,17 +146,6 @@ def table_writer(db_path: str, rumble_id: int, game: str, name: str,
     return write
 
 
-def _try_flock(path: Path) -> IO | None:
-    """``path`` opened and held with a non-blocking exclusive flock, or None if another holds it."""
-    handle = open(path, "a")
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        return None
-    return handle
-
-
 class Snapshots:
     """The snapshot files of one database under ``root``."""
 
@@ -204,11 +193,11 @@ class Snapshots:
         build slots. (STARTED, the held files) or (BUSY_EXPORT or BUSY_SLOTS, [])."""
         folder = self.folder(game)
         folder.mkdir(parents=True, exist_ok=True)
-        own = _try_flock(folder / f".{name}.lock")
+        own = store.try_lock(folder / f".{name}.lock")
         if own is None:
             return BUSY_EXPORT, []
         for slot in range(self.builds):
-            if (held := _try_flock(self.root / f".build-{slot}.lock")) is not None:
+            if (held := store.try_lock(self.root / f".build-{slot}.lock")) is not None:
                 return STARTED, [own, held]
         own.close()
         return BUSY_SLOTS, []

@@ -15,7 +15,6 @@ worker's next attempt takes over.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import time
@@ -186,18 +185,9 @@ def take_daily_snapshot(db: store.Store) -> int:
 
 
 def try_lead(lock_path: str) -> IO | None:
-    """The lock file, held with a non-blocking exclusive flock, or None if another holds it.
-
-    Keep the returned file open to keep the lead: closing it (or the process ending) releases it.
-    Two opens of the same file are two locks even in one process, so a test can hold both sides.
-    """
-    handle = open(lock_path, "a")
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        return None
-    return handle
+    """The schedule's lead: the lock file held (``store.try_lock``), or None if another process leads.
+    Keep the returned file open to keep the lead."""
+    return store.try_lock(lock_path)
 
 
 class BatchSchedule:

@@ -299,6 +299,12 @@ def start_server(db: Path, port: int, workers: int, log: Path) -> subprocess.Pop
     env = {**os.environ, "RUMBLE_BATCH_INTERVAL_MINUTES": "0"}
     with log.open("wb") as out:
         server = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
+    return wait_until_serving(server, port, log, stop_server)
+
+
+def wait_until_serving(server: subprocess.Popen, port: int, log: Path, stop) -> subprocess.Popen:
+    """``server`` once it answers ``GET /`` on ``port``; ``stop(server)`` and RuntimeError if it
+    exits first or has not answered within 120 s (``log`` says why)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if server.poll() is not None:

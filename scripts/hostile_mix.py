@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_upload import Ladder, build_database, fit_strengths, free_port, remove_database, sample_figures, to_battle
+from bench_upload import Ladder, build_database, fit_strengths, free_port, remove_database, sample_figures, to_battle, wait_until_serving
 
 from rumble import settings
 from rumble.protocol.games import load_rumbles
@@ -113,21 +113,7 @@ def start_server(python: str, db: Path, port: int, log: Path, extra_env: dict[st
         server = subprocess.Popen([python, "-m", "rumble", "serve", "--db", str(db), "--port", str(port)],
                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                   cwd=db.parent, start_new_session=True)  # fmt: skip  (the interpreter's own rumble, not ./rumble)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"the server exited with status {server.returncode}; see {log}")
-        connection = HTTPConnection("127.0.0.1", port, timeout=5)
-        try:
-            connection.request("GET", "/")
-            if connection.getresponse().status == 200:
-                return server
-        except OSError:
-            time.sleep(0.2)
-        finally:
-            connection.close()
-    stop_server(server)
-    raise RuntimeError(f"the server did not answer within 120 s; see {log}")
+    return wait_until_serving(server, port, log, stop_server)
 
 
 def stop_server(server: subprocess.Popen) -> None:

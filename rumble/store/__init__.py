@@ -23,6 +23,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator
+from typing import IO
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -99,6 +100,20 @@ def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool 
         with file_lock(db):
             apply_migrations(db)
     return db
+
+
+def try_lock(path: str | os.PathLike) -> IO | None:
+    """``path`` opened and held with a non-blocking exclusive flock, or None if another holds it.
+
+    Keep the returned file open to keep the lock: closing it (or the process ending) releases it.
+    Two opens of the same file are two locks even in one process."""
+    handle = open(path, "a")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
 
 
 @contextlib.contextmanager

@@ -255,7 +255,7 @@ def test_a_script_in_a_bot_name_is_escaped_in_html_and_kept_in_json(rumble, app,
 
 def test_a_retired_opponent_is_marked_and_left_out_of_comparisons(rumble, client):
     body = b"version=1&game=roborumble&name=eps.Eps_1.0&dummy=NA\n"
-    assert "retired" in client.post("/RemoveOldParticipant", data=body).get_data(as_text=True)
+    assert client.post("/RemoveOldParticipant", data=body).get_data(as_text=True) == "OK. eps.Eps 1.0 retired from roborumble\n"
     pairings = {p["name"]: p for p in _get(client, "/BotDetails", name=A, api="1").json["pairings"]}
     assert pairings[E]["active"] is False and pairings[C]["active"] is True
     assert f"{E}</a> (retired)" in _get(client, "/BotDetails", name=A).get_data(as_text=True)

@@ -113,9 +113,10 @@ def test_two_workers_and_a_rebuild_agree_bit_for_bit(tmp_path, monkeypatch, cloc
     for n in range(120):
         a, b = rng.sample(bots, 2)
         s = rng.randint(0, 6000)
-        assert "received" in post(n % 2, "/UploadedResults", format_upload(battle(a, b, (s, 6000 - s), time_ms=now + n)))
+        answer = post(n % 2, "/UploadedResults", format_upload(battle(a, b, (s, 6000 - s), time_ms=now + n)))
+        assert answer.splitlines()[-1] == f"OK. {a} vs {b} received for roborumble", answer
         if n == 60:
-            assert "retired" in post(1, "/RemoveOldParticipant", b"version=1&game=roborumble&name=p.B3_1&dummy=NA\n")
+            assert post(1, "/RemoveOldParticipant", b"version=1&game=roborumble&name=p.B3_1&dummy=NA\n") == "OK. p.B3 1 retired from roborumble\n"
     for worker in workers:
         worker.submit(close_thread_db).result()
         worker.shutdown()
