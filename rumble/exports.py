@@ -61,7 +61,7 @@ FORMAT_VERSION = 2  # part of every ETag: raise it when what a snapshot holds ch
 WAIT_SECONDS = 2.0  # how long a request waits for a snapshot being written before it takes the previous one (or a 503)
 POLL_SECONDS = 0.02  # how often a waiting request looks for the snapshot being written
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's list of characters a spreadsheet may run
-STARTED, BUSY_EXPORT, BUSY_SLOTS = "started", "busy export", "busy slots"  # what start_build did
+STARTED, BUSY_EXPORT, BUSY_SLOTS, WRITTEN = "started", "busy export", "busy slots", "written"  # what start_build did
 _ETAG = re.compile(r"[0-9a-f]{32}")
 _GAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
@@ -212,12 +212,18 @@ class Snapshots:
             for handle in held:
                 handle.close()
 
-    def start_build(self, game: str, name: str, writer: Writer) -> str:
+    def start_build(self, game: str, name: str, writer: Writer, enough: Callable[[Snapshot], bool] | None = None) -> str:
         """Write a new snapshot of ``name`` in a thread of its own, if no other build of it runs and a
-        slot is free: STARTED, BUSY_EXPORT or BUSY_SLOTS. The request that asked goes on meanwhile."""
+        slot is free: STARTED, BUSY_EXPORT or BUSY_SLOTS. The request that asked goes on meanwhile.
+        WRITTEN if, once the right to write is taken, the newest snapshot is already ``enough``: a
+        build that finished between the caller's look and now is not done twice."""
         outcome, held = self._take(game, name)
         if outcome != STARTED:
             return outcome
+        if enough is not None and (latest := self.newest(game, name)) is not None and enough(latest):
+            for handle in held:
+                handle.close()
+            return WRITTEN
 
         def build() -> None:
             try:
@@ -275,13 +281,18 @@ class Snapshots:
         previous = self.newest(game, name)
         if self.usable(previous, etag, asked):
             return previous
-        if self.start_build(game, name, writer) == BUSY_SLOTS:
+        def enough(snapshot: Snapshot) -> bool:
+            return snapshot.etag == etag or snapshot.written >= asked
+
+        outcome = self.start_build(game, name, writer, enough)
+        if outcome == BUSY_SLOTS:
             return previous
-        while time.monotonic() < deadline:
-            time.sleep(POLL_SECONDS)
+        while outcome == WRITTEN or time.monotonic() < deadline:
             snapshot = self.newest(game, name)
-            if snapshot is not None and (snapshot.etag == etag or snapshot.written >= asked):
+            if snapshot is not None and enough(snapshot):
                 return snapshot
+            outcome = ""
+            time.sleep(POLL_SECONDS)
         return self.newest(game, name) or previous
 
     def refresh(self, game: str, name: str, etag: str, writer: Writer) -> Snapshot | None:

@@ -204,6 +204,30 @@ def test_builds_are_one_per_export_and_at_most_export_builds_at_once(tmp_path):
     assert sorted(served) == sorted((name, name) for name in ("a.csv", "b.csv", "c.json") * 4)
 
 
+def test_a_build_that_finishes_between_a_requests_look_and_its_lock_is_not_done_again(tmp_path, monkeypatch):
+    """The request looks (no snapshot yet), another worker's build finishes and lets go of the lock,
+    then the request takes the lock: it serves what was just written instead of writing it again."""
+    snapshots = exports.Snapshots(str(tmp_path / "rumble.db"), tmp_path / "exports", builds=2, max_age_minutes=0)
+    writes = Counter()
+
+    def write(out: Path) -> tuple:
+        writes["a.csv"] += 1
+        out.write_text("a")
+        return ("v1",)
+
+    snapshots.folder("roborumble").mkdir(parents=True)
+    written = snapshots.write("roborumble", "a.csv", write)  # the other worker's build, finished
+    real_newest, looks = snapshots.newest, []
+
+    def newest(game: str, name: str):
+        looks.append(name)
+        return None if len(looks) == 1 else real_newest(game, name)  # the request's first look came too early
+
+    monkeypatch.setattr(snapshots, "newest", newest)
+    served = snapshots.obtain("roborumble", "a.csv", snapshots.etag("a.csv", ("v1",)), write, wait=0.5)
+    assert (served.path, writes) == (written.path, Counter({"a.csv": 1}))
+
+
 def test_the_batch_job_rewrites_the_stale_snapshots_that_were_asked_for(app, client, rumble, upload, tmp_path):
     asked = {name: get(client, name) for name in ("battles.csv", "rumble.sqlite", "rankings.json")}
     assert upload(battle(B, A, scores=(5000, 5000))).kind is Kind.ACCEPTED
