@@ -13,8 +13,8 @@ from flask import Flask
 
 from rumble import settings as settings_module
 from rumble import store
-from rumble.protocol.games import load_rumbles
 from rumble.overrides import apply_to_rumble_rows
+from rumble.protocol.games import load_rumbles
 from rumble.store.rumbles import sync_rumbles
 
 

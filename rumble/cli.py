@@ -31,8 +31,13 @@ def cli() -> None:
 @db_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
-@click.option("--workers", default=min(os.cpu_count() or 2, 8), show_default="the CPU cores, at most 8", type=click.IntRange(1, 64),
-              help="gunicorn worker processes. Writes are serialised, so more workers than cores only add contention.")
+@click.option(
+    "--workers",
+    default=min(os.cpu_count() or 2, 8),
+    show_default="the CPU cores, at most 8",
+    type=click.IntRange(1, 64),
+    help="gunicorn worker processes. Writes are serialised, so more workers than cores only add contention.",
+)
 @click.option("--demo", is_flag=True, help="Load demo data first if the database has no battles.")
 def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> None:
     """Run the server (gunicorn) on an SQLite database."""
@@ -71,7 +76,9 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             self.cfg.set("threads", threads)
             self.cfg.set("worker_connections", connections)
             self.cfg.set("keepalive", KEEPALIVE_SECONDS)
-            self.cfg.set("sendfile", False)  # its wait for a blocked socket has no limit: SEND_TIMEOUT_SECONDS could not apply
+            self.cfg.set(
+                "sendfile", False
+            )  # its wait for a blocked socket has no limit: SEND_TIMEOUT_SECONDS could not apply
             # Only TRUSTED_PROXIES (werkzeug's ProxyFix in rumble.app) decides what forwarded headers mean.
             self.cfg.set("secure_scheme_headers", {})
             self.cfg.set("accesslog", None)
@@ -134,7 +141,9 @@ def _load_demo(values: dict, count: int = 600) -> None:
 
 @cli.command()
 @db_option
-@click.option("--battles", default=600, show_default=True, type=click.IntRange(1, 100_000), help="How many demo battles.")
+@click.option(
+    "--battles", default=600, show_default=True, type=click.IntRange(1, 100_000), help="How many demo battles."
+)
 def demo(db: str | None, battles: int) -> None:
     """Load demo data: a roborumble of 20 invented robots."""
     _load_demo(settings_for(db), battles)
@@ -257,15 +266,35 @@ def export(db: str | None, game: str | None, fmt: str, file) -> None:
         conn.close()
 
 
-RANK_METHODS = ("all", "schulze", "ranked_pairs", "copeland", "borda", "batch_elo", "npp", "vote")  # rankings.batch.METHODS
+RANK_METHODS = (
+    "all",
+    "schulze",
+    "ranked_pairs",
+    "copeland",
+    "borda",
+    "batch_elo",
+    "npp",
+    "vote",
+)  # rankings.batch.METHODS
 
 
 @cli.command()
 @db_option
 @click.option("--game", default=None, help="Rank this rumble's active bots by their pairing APS and store the run.")
-@click.option("--matrix", "matrix_file", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Rank the pairwise matrix of this CSV file instead (nothing is stored).")  # fmt: skip
-@click.option("--method", default="all", show_default=True, type=click.Choice(RANK_METHODS), help="One method (npp ranks by ANPP), or all of them.")
+@click.option(
+    "--matrix",
+    "matrix_file",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Rank the pairwise matrix of this CSV file instead (nothing is stored).",
+)
+@click.option(
+    "--method",
+    default="all",
+    show_default=True,
+    type=click.Choice(RANK_METHODS),
+    help="One method (npp ranks by ANPP), or all of them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
 def rank(db: str | None, game: str | None, matrix_file: Path | None, method: str, as_json: bool, as_csv: bool) -> None:
@@ -289,7 +318,9 @@ def rank(db: str | None, game: str | None, matrix_file: Path | None, method: str
     methods = RANK_METHODS[1:] if method == "all" else (method,)
     with tqdm(total=len(methods), desc="rank", unit="method", disable=None, delay=1.0) as bar:
         progress = lambda _: bar.update(1)  # noqa: E731
-        names, kept, ranks, failures = _rank_game(db, game, method, progress) if game else _rank_file(matrix_file, methods, progress)
+        names, kept, ranks, failures = (
+            _rank_game(db, game, method, progress) if game else _rank_file(matrix_file, methods, progress)
+        )
     for name, reason in failures.items():
         click.echo(f"rumble rank: {name} failed: {reason}", err=True)
     if len(failures) == len(methods):
@@ -310,8 +341,11 @@ def _rank_game(db: str | None, game: str, method: str, progress):
     finally:
         conn.close()
     ranked = report.ranked
-    click.echo(f"{game}: stored as batch run {report.run_id}: {int(ranked.kept.sum())} bots, "
-               f"{report.seen.battles} battles, {report.seconds:.1f} s", err=True)  # fmt: skip
+    click.echo(
+        f"{game}: stored as batch run {report.run_id}: {int(ranked.kept.sum())} bots, "
+        f"{report.seen.battles} battles, {report.seconds:.1f} s",
+        err=True,
+    )
     return report.names, ranked.kept, ranked.ranks, ranked.failures
 
 
@@ -344,7 +378,9 @@ def batch(db: str | None) -> None:
     finally:
         conn.close()
     for r in reports:
-        click.echo(f"{r.game}: batch run {r.run_id}, {int(r.ranked.kept.sum())} bots, {r.seen.battles} battles, {r.seconds:.1f} s")
+        click.echo(
+            f"{r.game}: batch run {r.run_id}, {int(r.ranked.kept.sum())} bots, {r.seen.battles} battles, {r.seconds:.1f} s"
+        )
     if not reports:
         click.echo("no rumble changed since its last batch run")
     if rewritten:

@@ -52,7 +52,11 @@ def _maintainer(conn: store.Store) -> str:
     if token:
         name = token_owner(conn, token)
         if name is None:
-            hint = "" if token_id(token) else " (tokens now read rmb_<id>_<secret>: one made before migration 0012 must be re-issued)"
+            hint = (
+                ""
+                if token_id(token)
+                else " (tokens now read rmb_<id>_<secret>: one made before migration 0012 must be re-issued)"
+            )
             raise click.ClickException(f"the token in {TOKEN_VARIABLE} is not a valid maintainer token{hint}")
         return name
     if any_active(conn):
@@ -138,7 +142,9 @@ def restore(db: str | None, yes: bool, path: Path) -> None:
             if Path(values["DB"]).resolve() == path.resolve():
                 raise click.ClickException("PATH is the live database itself")
             if not yes:
-                click.confirm(f"Replace {values['DB']} with {path}? Everything written since that backup is lost", abort=True)
+                click.confirm(
+                    f"Replace {values['DB']} with {path}? Everything written since that backup is lost", abort=True
+                )
             update, close = _bar("restore")
             prepared = None
             try:
@@ -228,7 +234,10 @@ def list_(db: str | None) -> None:
     finally:
         conn.close()
     for row in rows:
-        click.echo(f"{row['name']}\tcreated {row['created_at'][:19]}\t" + (f"revoked {row['revoked_at'][:19]}" if row["revoked_at"] else "valid"))
+        click.echo(
+            f"{row['name']}\tcreated {row['created_at'][:19]}\t"
+            + (f"revoked {row['revoked_at'][:19]}" if row["revoked_at"] else "valid")
+        )
     if not rows:
         click.echo("no maintainers; `rumble admin create-token NAME` makes one")
 
@@ -236,7 +245,9 @@ def list_(db: str | None) -> None:
 def _battle_command(action: str, summary: str):
     """``rumble admin flag|unflag|rollback``: the same criteria as the /admin forms."""
 
-    @admin.command(action, help=summary + "\n\nAll the criteria given must match; at least one besides --game is required.")
+    @admin.command(
+        action, help=summary + "\n\nAll the criteria given must match; at least one besides --game is required."
+    )
     @db_option
     @click.option("--game", default=None, help="Only this rumble's battles.")
     @click.option("--uploader", default=None, help="The client's USER, exactly.")
@@ -255,8 +266,16 @@ def _battle_command(action: str, summary: str):
         try:
             who = _maintainer(conn)
             try:
-                selection = integrity.make_filter(game, uploader, remote_addr, client, since, until, ids,
-                                                  known_games=load_rumbles(values["RUMBLES_FILE"]))  # fmt: skip
+                selection = integrity.make_filter(
+                    game,
+                    uploader,
+                    remote_addr,
+                    client,
+                    since,
+                    until,
+                    ids,
+                    known_games=load_rumbles(values["RUMBLES_FILE"]),
+                )
             except integrity.FilterError as error:
                 raise click.UsageError(str(error)) from None
             details = {"via": "cli", "dry_run": dry_run}
@@ -264,13 +283,21 @@ def _battle_command(action: str, summary: str):
                 details["user"] = _who()
             if dry_run:
                 with store.write(conn):
-                    outcome = integrity.change_battles(conn, action, selection, values["PRIORITY_MIN_BATTLES"], dry_run=True)
-                    audit(conn, who, action, {**details, "criteria": selection.describe(), "per_rumble": outcome.moved}, 0, store.utc_now())
+                    outcome = integrity.change_battles(
+                        conn, action, selection, values["PRIORITY_MIN_BATTLES"], dry_run=True
+                    )
+                    audit(
+                        conn,
+                        who,
+                        action,
+                        {**details, "criteria": selection.describe(), "per_rumble": outcome.moved},
+                        0,
+                        store.utc_now(),
+                    )
             else:  # recomputed aside and swapped in, audited per rumble: uploads go on meanwhile
                 with store.read(conn):
                     max_id = maintenance_jobs.newest_battle(conn)
                 with tqdm(desc=action, unit="battle", disable=None) as bar:
-
                     shown = [None]
 
                     def progress(game: str, done: int, total: int) -> None:
@@ -281,20 +308,25 @@ def _battle_command(action: str, summary: str):
                         bar.update(done - bar.n)
 
                     try:
-                        outcome = maintenance_jobs.change_battles(conn, action, selection, max_id, values["PRIORITY_MIN_BATTLES"],
-                                                                  who, details, progress)  # fmt: skip
+                        outcome = maintenance_jobs.change_battles(
+                            conn, action, selection, max_id, values["PRIORITY_MIN_BATTLES"], who, details, progress
+                        )
                     except maintenance.Conflict as error:
                         raise click.ClickException(str(error)) from None
         finally:
             conn.close()
         verb = "would change" if dry_run else "changed"
-        click.echo(f"{action}: {verb} {outcome.battles} battles" + "".join(f"\n  {g}: {n}" for g, n in outcome.moved.items()))
+        click.echo(
+            f"{action}: {verb} {outcome.battles} battles" + "".join(f"\n  {g}: {n}" for g, n in outcome.moved.items())
+        )
 
     return command
 
 
 _battle_command("flag", "Flag battles: held for review and no longer counted; the rumbles are recomputed.")
-_battle_command("rollback", "Roll back battles: marked removed (never deleted); the rumbles are recomputed without them.")
+_battle_command(
+    "rollback", "Roll back battles: marked removed (never deleted); the rumbles are recomputed without them."
+)
 _battle_command("unflag", "Unflag battles (flagged or rolled back): they count again; the rumbles are recomputed.")
 
 

@@ -12,7 +12,10 @@ from rumble import settings as settings_module
 from rumble import store
 
 db_option = click.option(
-    "--db", type=click.Path(dir_okay=False), default=None, help="SQLite database file (default: $RUMBLE_DB or ~/.local/share/rumble/rumble.db)."
+    "--db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="SQLite database file (default: $RUMBLE_DB or ~/.local/share/rumble/rumble.db).",
 )
 
 

@@ -9,7 +9,7 @@ clock forward (``advance``) to reach a timeout without waiting for it.
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 
 class Clock:
@@ -21,7 +21,7 @@ class Clock:
 
     def now(self) -> datetime:
         """The current time, timezone-aware UTC."""
-        return datetime.now(timezone.utc) + self._offset
+        return datetime.now(UTC) + self._offset
 
     def now_ms(self) -> int:
         """The current time in milliseconds since the epoch (the unit of a battle's ``time``)."""

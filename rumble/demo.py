@@ -15,12 +15,27 @@ from rumble.ingest import apply_battle
 from rumble.store import Store, utc_now, write
 
 DEMO_BOTS = (
-    "sample.Corners 1.0", "sample.Crazy 1.0", "sample.Fire 1.0", "sample.RamFire 1.0", "sample.SpinBot 1.2.3",
-    "sample.Tracker 1.0", "sample.TrackFire 1.0", "sample.Walls 0.9b", "sample.SittingDuck 1.0",
-    "demo.Aurora 2.1", "demo.Basilisk 0.9", "demo.Cormorant 1.4", "demo.Drifter 3.0", "demo.Eclipse 1.1",
-    "demo.Firefly 0.5", "demo.Gambit 2.2", "demo.Heron 1.0", "demo.Ironclad 4.0", "demo.Jackal 1.3",
+    "sample.Corners 1.0",
+    "sample.Crazy 1.0",
+    "sample.Fire 1.0",
+    "sample.RamFire 1.0",
+    "sample.SpinBot 1.2.3",
+    "sample.Tracker 1.0",
+    "sample.TrackFire 1.0",
+    "sample.Walls 0.9b",
+    "sample.SittingDuck 1.0",
+    "demo.Aurora 2.1",
+    "demo.Basilisk 0.9",
+    "demo.Cormorant 1.4",
+    "demo.Drifter 3.0",
+    "demo.Eclipse 1.1",
+    "demo.Firefly 0.5",
+    "demo.Gambit 2.2",
+    "demo.Heron 1.0",
+    "demo.Ironclad 4.0",
+    "demo.Jackal 1.3",
     "demo.Kestrel 0.7",
-)  # fmt: skip
+)
 
 
 def demo_battles(game: str, rounds: int, field: str, count: int, seed: int = 7) -> list[Battle]:
@@ -39,15 +54,34 @@ def demo_battles(game: str, rounds: int, field: str, count: int, seed: int = 7) 
         total = rng.randint(4000, 7000)
         score_a = round(total * share)
         wins_a = sum(rng.random() < share for _ in range(rounds))
-        sides = [Side(a, score_a, round(score_a * 0.6), wins_a), Side(b, total - score_a, round((total - score_a) * 0.6), rounds - wins_a)]
+        sides = [
+            Side(a, score_a, round(score_a * 0.6), wins_a),
+            Side(b, total - score_a, round((total - score_a) * 0.6), rounds - wins_a),
+        ]
         sides.sort(key=lambda s: -s.score)
         result.append(
-            Battle(game, "1", "1.9.3.9", False, False, rounds, field, "demo", now_ms - count + n, sides[0], sides[1], utc_now(), "127.0.0.1")
+            Battle(
+                game,
+                "1",
+                "1.9.3.9",
+                False,
+                False,
+                rounds,
+                field,
+                "demo",
+                now_ms - count + n,
+                sides[0],
+                sides[1],
+                utc_now(),
+                "127.0.0.1",
+            )
         )
     return result
 
 
-def load_demo(db: Store, game: str, rounds: int, field: str, count: int = 600, progress: Callable[[int], None] | None = None) -> int:
+def load_demo(
+    db: Store, game: str, rounds: int, field: str, count: int = 600, progress: Callable[[int], None] | None = None
+) -> int:
     """Apply demo battles to ``game`` in one transaction; return how many were new."""
     stored = 0
     with write(db):

@@ -119,8 +119,14 @@ def with_clock(version: tuple, hourly: bool) -> tuple:
     return (*version, time.strftime("%Y-%m-%d %H", time.gmtime())) if hourly else version
 
 
-def table_writer(db_path: str, rumble_id: int, game: str, name: str,
-                 rankings: Callable[[Any, int], tuple[list[str], Iterable]] | None = None, hourly: bool = False) -> Writer:  # fmt: skip
+def table_writer(
+    db_path: str,
+    rumble_id: int,
+    game: str,
+    name: str,
+    rankings: Callable[[Any, int], tuple[list[str], Iterable]] | None = None,
+    hourly: bool = False,
+) -> Writer:
     """The writer of ``name`` (``<table>.<fmt>`` or rumble.sqlite), reading one snapshot of the database.
 
     ``rankings(conn, rumble_id)`` gives the rankings' columns and rows (the web layer's table);
@@ -212,7 +218,9 @@ class Snapshots:
             for handle in held:
                 handle.close()
 
-    def start_build(self, game: str, name: str, writer: Writer, enough: Callable[[Snapshot], bool] | None = None) -> str:
+    def start_build(
+        self, game: str, name: str, writer: Writer, enough: Callable[[Snapshot], bool] | None = None
+    ) -> str:
         """Write a new snapshot of ``name`` in a thread of its own, if no other build of it runs and a
         slot is free: STARTED, BUSY_EXPORT or BUSY_SLOTS. The request that asked goes on meanwhile.
         WRITTEN if, once the right to write is taken, the newest snapshot is already ``enough``: a
@@ -281,6 +289,7 @@ class Snapshots:
         previous = self.newest(game, name)
         if self.usable(previous, etag, asked):
             return previous
+
         def enough(snapshot: Snapshot) -> bool:
             return snapshot.etag == etag or snapshot.written >= asked
 

@@ -87,7 +87,9 @@ def current(db: Store, rumble_id: int) -> RumbleCopy:
     """The rumble's copy, brought up to date (call inside the write transaction)."""
     copy = db.shared.get(_key(rumble_id))
     seen = rating_rows.version(db, rumble_id)
-    swapped = rating_rows.swap_after(db, rumble_id, copy.seen[2]) if copy is not None and copy.seen[2] != seen[2] else None
+    swapped = (
+        rating_rows.swap_after(db, rumble_id, copy.seen[2]) if copy is not None and copy.seen[2] != seen[2] else None
+    )
     if swapped is not None:
         _catch_up(db, rumble_id, copy, swapped)
     elif copy is None or copy.seen[2] != seen[2]:
@@ -108,8 +110,14 @@ def _catch_up(db: Store, rumble_id: int, copy: RumbleCopy, swapped: list[tuple[i
     """
     battles = rating_rows.battles_since(db, rumble_id, copy.seen[0])
     events = rating_rows.bots_with_events_since(db, rumble_id, copy.seen[1])
-    rated_melee = rating_rows.bots_rated_by_melee_battles(db, rumble_id, [battle for battle, _, _ in battles])  # whole battles closed meanwhile
-    bots = None if swapped is not None else sorted({bot for _, a, b in battles for bot in (a, b)} | set(events) | set(rated_melee))
+    rated_melee = rating_rows.bots_rated_by_melee_battles(
+        db, rumble_id, [battle for battle, _, _ in battles]
+    )  # whole battles closed meanwhile
+    bots = (
+        None
+        if swapped is not None
+        else sorted({bot for _, a, b in battles for bot in (a, b)} | set(events) | set(rated_melee))
+    )
     field = copy.field
     for bot, active in rating_rows.participants(db, rumble_id, bots):
         field.set_active(bot, active)

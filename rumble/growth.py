@@ -27,10 +27,14 @@ def refusal(db: Store, battle: Battle, since: str, new_bots_per_hour: int, max_p
     if unknown:
         made = bots.new_bots_since(db, battle.remote_addr, since)
         if made + len(unknown) > new_bots_per_hour:
-            return (f"too many new bots from your address: {made} in the last hour, at most {new_bots_per_hour}; "
-                    f"{unknown[0]} is not added")  # fmt: skip
+            return (
+                f"too many new bots from your address: {made} in the last hour, at most {new_bots_per_hour}; "
+                f"{unknown[0]} is not added"
+            )
     rumble_id = find_rumble_id(db, battle.game)
-    joining = [name for name, found in known.items() if found is None or bots.participant_state(db, rumble_id, found) is None]
+    joining = [
+        name for name, found in known.items() if found is None or bots.participant_state(db, rumble_id, found) is None
+    ]
     if joining:
         count = bots.participant_count(db, rumble_id)
         if count + len(joining) > max_participants:

@@ -22,15 +22,33 @@ from rumble.protocol.upload import battle_from_fields, check_settings
 from rumble.store import Store, utc_now, write
 
 REQUIRED = (
-    "game", "client", "rounds", "field", "uploader", "client_time",
-    "first_name", "first_score", "first_bullet_damage", "first_firsts",
-    "second_name", "second_score", "second_bullet_damage", "second_firsts",
-)  # fmt: skip
+    "game",
+    "client",
+    "rounds",
+    "field",
+    "uploader",
+    "client_time",
+    "first_name",
+    "first_score",
+    "first_bullet_damage",
+    "first_firsts",
+    "second_name",
+    "second_score",
+    "second_bullet_damage",
+    "second_firsts",
+)
 COLUMN_OF_FIELD = {
-    "user": "uploader", "time": "client_time", "fname": "first_name", "fscore": "first_score",
-    "fbulletd": "first_bullet_damage", "fsurvival": "first_firsts", "sname": "second_name",
-    "sscore": "second_score", "sbulletd": "second_bullet_damage", "ssurvival": "second_firsts",
-}  # fmt: skip
+    "user": "uploader",
+    "time": "client_time",
+    "fname": "first_name",
+    "fscore": "first_score",
+    "fbulletd": "first_bullet_damage",
+    "fsurvival": "first_firsts",
+    "sname": "second_name",
+    "sscore": "second_score",
+    "sbulletd": "second_bullet_damage",
+    "ssurvival": "second_firsts",
+}
 _COLUMN_OF = re.compile(r"\b(" + "|".join(COLUMN_OF_FIELD) + r")\b")
 _TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{3})?")
 MAX_ERRORS_SHOWN = 20
@@ -56,13 +74,24 @@ def battle_from_row(row: dict, rumbles: dict[str, RumbleSettings]) -> Battle:
         raise ProtocolError("missing column(s): " + ", ".join(missing))
     text = {key: str(value) for key, value in row.items() if value is not None}
     fields = {
-        "game": text["game"], "version": text.get("version") or "1", "client": text["client"],
-        "teams": _flag(row.get("teams", 0)), "melee": _flag(row.get("melee", 0)), "rounds": text["rounds"],
-        "field": text["field"], "user": text["uploader"], "time": text["client_time"],
-        "fname": text["first_name"], "fscore": text["first_score"], "fbulletd": text["first_bullet_damage"],
-        "fsurvival": text["first_firsts"], "sname": text["second_name"], "sscore": text["second_score"],
-        "sbulletd": text["second_bullet_damage"], "ssurvival": text["second_firsts"],
-    }  # fmt: skip
+        "game": text["game"],
+        "version": text.get("version") or "1",
+        "client": text["client"],
+        "teams": _flag(row.get("teams", 0)),
+        "melee": _flag(row.get("melee", 0)),
+        "rounds": text["rounds"],
+        "field": text["field"],
+        "user": text["uploader"],
+        "time": text["client_time"],
+        "fname": text["first_name"],
+        "fscore": text["first_score"],
+        "fbulletd": text["first_bullet_damage"],
+        "fsurvival": text["first_firsts"],
+        "sname": text["second_name"],
+        "sscore": text["second_score"],
+        "sbulletd": text["second_bullet_damage"],
+        "ssurvival": text["second_firsts"],
+    }
     try:
         battle = battle_from_fields(fields)
     except ProtocolError as error:  # name the file's columns, not the protocol's fields
@@ -116,7 +145,13 @@ def read_battles(path: Path, rumbles: dict[str, RumbleSettings]) -> list[Battle]
     return battles
 
 
-def store_battles(db: Store, battles: list[Battle], rumbles: dict[str, RumbleSettings], min_battles: int, progress: Callable[[int], None] | None = None) -> int:
+def store_battles(
+    db: Store,
+    battles: list[Battle],
+    rumbles: dict[str, RumbleSettings],
+    min_battles: int,
+    progress: Callable[[int], None] | None = None,
+) -> int:
     """Apply the battles in order, in one transaction; return how many were new to the log."""
     stored = 0
     with write(db):

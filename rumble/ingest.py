@@ -54,7 +54,12 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     battle = scored_by(battle, by_survival(db, rumble_id))  # logged as uploaded; twinduel counts rounds won
     old_a, old_b = pairings.pairing_pair(db, rumble_id, a, b)
     new_a, new_b = scores.score_battle(
-        old_a, old_b, (battle.first.score, battle.second.score), (battle.first.firsts, battle.second.firsts), rounds, when
+        old_a,
+        old_b,
+        (battle.first.score, battle.second.score),
+        (battle.first.firsts, battle.second.firsts),
+        rounds,
+        when,
     )
     pairings.put_pairing(db, rumble_id, a, b, new_a, priority.pairing_priority(new_a, min_battles) if a < b else None)
     pairings.put_pairing(db, rumble_id, b, a, new_b, priority.pairing_priority(new_b, min_battles) if b < a else None)
@@ -97,7 +102,9 @@ def with_receipt(battle: Battle, remote_addr: str | None, received: datetime) ->
     return replace(battle, received_at=format_time(received), remote_addr=remote_addr)
 
 
-def battle_shares(first_score: int, second_score: int, first_firsts: int, second_firsts: int, survival: bool) -> tuple[int, int]:
+def battle_shares(
+    first_score: int, second_score: int, first_firsts: int, second_firsts: int, survival: bool
+) -> tuple[int, int]:
     """What a battle's percentage is computed from: the two scores, or in a rumble scored by
     survival (twinduel) the rounds each side won."""
     return (first_firsts, second_firsts) if survival else (first_score, second_score)
@@ -107,7 +114,11 @@ def scored_by(battle: Battle, survival: bool) -> Battle:
     """``battle`` with each side's score replaced by what the rumble scores (``battle_shares``)."""
     if not survival:
         return battle
-    return replace(battle, first=replace(battle.first, score=battle.first.firsts), second=replace(battle.second, score=battle.second.firsts))
+    return replace(
+        battle,
+        first=replace(battle.first, score=battle.first.firsts),
+        second=replace(battle.second, score=battle.second.firsts),
+    )
 
 
 def _battles(db: Store, rumble_id: int, bot: int) -> int:
@@ -192,7 +203,9 @@ def next_priority_battle(
     return queue.pop_waiting(db, rumble_id, now)
 
 
-def _choose_batch(db: Store, rumble_id: int, batch: int, min_battles: int, rng: random.Random) -> list[tuple[int, int, str]]:
+def _choose_batch(
+    db: Store, rumble_id: int, batch: int, min_battles: int, rng: random.Random
+) -> list[tuple[int, int, str]]:
     """Missing pairings first, then the pairings the priority index ranks highest; in a melee
     rumble no bot in more than ``priority.melee_cap(batch)`` of them (rumble/priority.py)."""
     chosen: list[tuple[int, int, str]] = []
@@ -202,8 +215,11 @@ def _choose_batch(db: Store, rumble_id: int, batch: int, min_battles: int, rng: 
     lacking = dict(queue.bots_missing_pairings(db, rumble_id, bots.active_count(db, rumble_id)))
     while lacking and len(chosen) < batch:
         bot = priority.pick_weighted(list(lacking), list(lacking.values()), rng)
-        unmet = [o for o in queue.unmet_opponents(db, rumble_id, bot)
-                 if (min(bot, o), max(bot, o)) not in taken and (cap is None or counts.get(o, 0) < cap)]  # fmt: skip
+        unmet = [
+            o
+            for o in queue.unmet_opponents(db, rumble_id, bot)
+            if (min(bot, o), max(bot, o)) not in taken and (cap is None or counts.get(o, 0) < cap)
+        ]
         if not unmet or (cap is not None and counts.get(bot, 0) >= cap):
             del lacking[bot]  # everything it lacks is already queued or handed out, or it has its share
             continue

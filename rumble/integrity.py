@@ -17,7 +17,7 @@ The three actions and the states they move from:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from rumble import rebuild
 from rumble.parameters import ParameterError, shown, whole_number
@@ -62,16 +62,24 @@ def parse_time(value: str | None, name: str) -> str | None:
     try:
         moment = datetime.fromisoformat(value.strip())
         if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
+            moment = moment.replace(tzinfo=UTC)
         return format_time(moment)
     except (ValueError, OverflowError):  # OverflowError: a time near year 1 or 9999 whose zone moves it past
-        raise FilterError(f"{name} must be a date or time like 2026-11-22 or 2026-11-22 16:05:00, not {shown(value)}") from None
+        raise FilterError(
+            f"{name} must be a date or time like 2026-11-22 or 2026-11-22 16:05:00, not {shown(value)}"
+        ) from None
 
 
 def make_filter(
-    game: str | None = None, uploader: str | None = None, remote_addr: str | None = None, client: str | None = None,
-    since: str | None = None, until: str | None = None, ids: str | tuple[int, ...] | None = None, known_games=None,
-) -> BattleFilter:  # fmt: skip
+    game: str | None = None,
+    uploader: str | None = None,
+    remote_addr: str | None = None,
+    client: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    ids: str | tuple[int, ...] | None = None,
+    known_games=None,
+) -> BattleFilter:
     """A checked ``BattleFilter`` from text fields (a form or the command line); empty means not given."""
 
     def text(value: str | None) -> str | None:
@@ -88,8 +96,15 @@ def make_filter(
             ids = tuple(whole_number(part, "battle id", 1, MAX_ID) for part in parts)
         except ParameterError as error:
             raise FilterError(f"battle ids must be whole numbers separated by commas or spaces: {error}") from None
-    f = BattleFilter(game, text(uploader), text(remote_addr), text(client), parse_time(since, "since"), parse_time(until, "until"),
-                     tuple(ids or ()))  # fmt: skip
+    f = BattleFilter(
+        game,
+        text(uploader),
+        text(remote_addr),
+        text(client),
+        parse_time(since, "since"),
+        parse_time(until, "until"),
+        tuple(ids or ()),
+    )
     if f.since is not None and f.until is not None and f.since >= f.until:
         raise FilterError("since must come before until")
     if not f.selects_something_specific():

@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import IO, Any
 
 import numpy as np
@@ -71,8 +71,13 @@ def aps_ranking(d: np.ndarray) -> Ranking:
     return Ranking(ranks=ranks_from_scores(aps), scores=aps)
 
 
-def rank_matrix(d: np.ndarray, methods: Iterable[str], pairing_values: bool = False,
-                progress: Callable[[str], None] | None = None, wins: np.ndarray | None = None) -> Ranked:  # fmt: skip
+def rank_matrix(
+    d: np.ndarray,
+    methods: Iterable[str],
+    pairing_values: bool = False,
+    progress: Callable[[str], None] | None = None,
+    wins: np.ndarray | None = None,
+) -> Ranked:
     """Run ``methods`` over ``d`` without the bots that have no pairing (they would share rank 1).
 
     ``wins``: the pairings' win rates in percent, which the WIN_RATE_METHODS (batch Elo) are fitted
@@ -97,8 +102,13 @@ def rank_matrix(d: np.ndarray, methods: Iterable[str], pairing_values: bool = Fa
     return Ranked(kept, ranks, failures, pairings)
 
 
-def run_rumble(db: store.Store, game: str, methods: tuple[str, ...] | None = None, source: str = COMMAND_LINE,
-               progress: Callable[[str], None] | None = None) -> Report:  # fmt: skip
+def run_rumble(
+    db: store.Store,
+    game: str,
+    methods: tuple[str, ...] | None = None,
+    source: str = COMMAND_LINE,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
     """Rank ``game`` by ``methods`` (default: a complete run, with KNNPBI and NPP) and store the run."""
     rid = rumble_id(db, game)
     if rid is None:
@@ -110,10 +120,16 @@ def run_rumble(db: store.Store, game: str, methods: tuple[str, ...] | None = Non
         matrix, seen = batch_store.read_matrix(db, rid), batch_store.seen(db, rid)
     ranked = rank_matrix(matrix.d, chosen, pairing_values=complete, progress=progress, wins=matrix.wins)
     record = batch_store.RunRecord(
-        methods=COMPLETE if complete else chosen, source=source, started_at=started, finished_at=store.utc_now(),
-        seen=seen, bot_ids=matrix.ids[ranked.kept], ranks=ranked.ranks, pairings=ranked.pairings,
+        methods=COMPLETE if complete else chosen,
+        source=source,
+        started_at=started,
+        finished_at=store.utc_now(),
+        seen=seen,
+        bot_ids=matrix.ids[ranked.kept],
+        ranks=ranked.ranks,
+        pairings=ranked.pairings,
         failures=ranked.failures,
-    )  # fmt: skip
+    )
     with store.write(db):
         run_id = batch_store.save_run(db, rid, record)
     report = Report(game, run_id, matrix.names, ranked, seen, time.perf_counter() - clock)
@@ -122,8 +138,16 @@ def run_rumble(db: store.Store, game: str, methods: tuple[str, ...] | None = Non
 
 
 def _log_run(report: Report, source: str) -> None:
-    log.info("batch rankings of %s (%s): run %d, %d bots, %d battles, %s in %.1f s", report.game, source, report.run_id,
-             int(report.ranked.kept.sum()), report.seen.battles, ", ".join(report.ranked.ranks), report.seconds)  # fmt: skip
+    log.info(
+        "batch rankings of %s (%s): run %d, %d bots, %d battles, %s in %.1f s",
+        report.game,
+        source,
+        report.run_id,
+        int(report.ranked.kept.sum()),
+        report.seen.battles,
+        ", ".join(report.ranked.ranks),
+        report.seconds,
+    )
     for method, reason in report.ranked.failures.items():
         log.warning("batch rankings of %s: %s failed: %s", report.game, method, reason)
 
@@ -201,7 +225,7 @@ class BatchSchedule:
         self.election_seconds = election_seconds
         self.lock_path = str(settings["DB"]) + ".scheduler.lock"
         self.lead: IO | None = None
-        self.scheduler = BackgroundScheduler(daemon=True, timezone=timezone.utc)
+        self.scheduler = BackgroundScheduler(daemon=True, timezone=UTC)
 
     @property
     def leading(self) -> bool:
@@ -209,8 +233,9 @@ class BatchSchedule:
 
     def start(self) -> BatchSchedule:
         """Start the scheduler thread with an election now and every ``election_seconds``."""
-        self.scheduler.add_job(self.elect, "interval", seconds=self.election_seconds, id="elect",
-                               next_run_time=datetime.now(timezone.utc))  # fmt: skip
+        self.scheduler.add_job(
+            self.elect, "interval", seconds=self.election_seconds, id="elect", next_run_time=datetime.now(UTC)
+        )
         self.scheduler.start()
         return self
 
@@ -223,10 +248,18 @@ class BatchSchedule:
             if self.scheduler.get_job("elect"):
                 self.scheduler.remove_job("elect")
             # a bound method: the scheduler's job keeps this object, and so the lock file, alive
-            self.scheduler.add_job(self.run, "interval", minutes=self.minutes, id="batch",
-                                   next_run_time=datetime.now(timezone.utc), max_instances=1, coalesce=True)  # fmt: skip
-            self.scheduler.add_job(self.sweep_melee, "interval", seconds=MELEE_SWEEP_SECONDS, id="melee",
-                                   max_instances=1, coalesce=True)  # fmt: skip
+            self.scheduler.add_job(
+                self.run,
+                "interval",
+                minutes=self.minutes,
+                id="batch",
+                next_run_time=datetime.now(UTC),
+                max_instances=1,
+                coalesce=True,
+            )
+            self.scheduler.add_job(
+                self.sweep_melee, "interval", seconds=MELEE_SWEEP_SECONDS, id="melee", max_instances=1, coalesce=True
+            )
             log.info("process %d runs the batch rankings every %g minutes", os.getpid(), self.minutes)
         return True
 

@@ -98,9 +98,15 @@ def one_at_a_time(db: Store) -> Iterator[None]:
 
 
 def recompute(
-    db: Store, game: str, rounds: int, min_battles: int, progress: Callable[[int], None] | None = None,
-    moved: frozenset[int] = frozenset(), moved_to: str = "ok", in_swap: Callable[[Store, Job], None] | None = None,
-) -> Job:  # fmt: skip
+    db: Store,
+    game: str,
+    rounds: int,
+    min_battles: int,
+    progress: Callable[[int], None] | None = None,
+    moved: frozenset[int] = frozenset(),
+    moved_to: str = "ok",
+    in_swap: Callable[[Store, Job], None] | None = None,
+) -> Job:
     """Recompute ``game``'s tables aside and swap them in (the caller holds ``one_at_a_time``).
 
     ``moved`` battles are replayed as if in state ``moved_to``; ``in_swap(db, job)`` runs in the
@@ -112,7 +118,14 @@ def recompute(
         if is_melee:  # before the replay starts: it clears and fills the melee tables, these copies
             melee_rows.make_shadow(db)
         replay = rebuild.start(db, game, rounds, moved, moved_to)
-        job = Job(game, replay, is_melee, restore_epoch(db), rating_rows.generation(db, replay.rumble_id), _sweeps(db, replay.rumble_id))
+        job = Job(
+            game,
+            replay,
+            is_melee,
+            restore_epoch(db),
+            rating_rows.generation(db, replay.rumble_id),
+            _sweeps(db, replay.rumble_id),
+        )
         _advance(db, job, progress)
     try:
         for _ in range(CATCH_UP_ROUNDS):
@@ -144,8 +157,13 @@ def _check(db: Store, job: Job) -> None:
     """Conflict if the rumble was restored or rebuilt meanwhile: a generation bumped by more than the
     melee sweeps recorded since (which the replay catches up on, as it does on battles)."""
     rid = job.replay.rumble_id
-    if restore_epoch(db) != job.epoch or rating_rows.generation(db, rid) - job.generation != _sweeps(db, rid) - job.sweeps:
-        raise Conflict(f"{job.game} was restored or rebuilt by other means meanwhile; nothing was changed, run it again")
+    if (
+        restore_epoch(db) != job.epoch
+        or rating_rows.generation(db, rid) - job.generation != _sweeps(db, rid) - job.sweeps
+    ):
+        raise Conflict(
+            f"{job.game} was restored or rebuilt by other means meanwhile; nothing was changed, run it again"
+        )
 
 
 def _advance(db: Store, job: Job, progress: Callable[[int], None] | None) -> int:
@@ -210,28 +228,40 @@ def _swap(db: Store, job: Job, min_battles: int) -> None:
     since = set(changed) | touched  # changed since the comparison: written only where the live row differs now
     live = pairings.pairing_values(db, rid, sorted(since & state.keys() - base.differ))
     write_keys = base.differ & state.keys() | {
-        (a, b) for a, b in since & state.keys() - base.differ
-        if live.get((a, b)) != _values(state[a, b])
+        (a, b) for a, b in since & state.keys() - base.differ if live.get((a, b)) != _values(state[a, b])
     }
     drop_keys = (base.extra | since) - state.keys()
     held = queue.held_pairs(db, rid)
-    pairings.replace_pairings(db, rid, (
-        (a, b, state[a, b], priority.pairing_priority(state[a, b], min_battles) if a < b and (a, b) not in held else None)
-        for a, b in sorted(write_keys)
-    ))  # fmt: skip
+    pairings.replace_pairings(
+        db,
+        rid,
+        (
+            (
+                a,
+                b,
+                state[a, b],
+                priority.pairing_priority(state[a, b], min_battles) if a < b and (a, b) not in held else None,
+            )
+            for a, b in sorted(write_keys)
+        ),
+    )
     pairings.delete_pairings(db, rid, sorted(drop_keys))
     order = sorted(last)
     bots.sync_active(db, rid, active, utc_now())
     pairings.clear_totals(db, rid)
     pairings.put_totals(db, rid, [(a, totals[a], scores.summary(totals[a]), last[a]) for a in order])
     rating_rows.clear_ratings(db, rid)
-    rated = [(bot, replay.field.ratings(bot)) for bot in order]  # a melee bot whose battles are all still open has none yet
+    rated = [
+        (bot, replay.field.ratings(bot)) for bot in order
+    ]  # a melee bot whose battles are all still open has none yet
     rating_rows.put_ratings(db, rid, [(bot, r) for bot, r in rated if r.rated_at == r.rated_at])  # NaN: never rated
     job.written = {"pairings": len(write_keys) + len(drop_keys), "bots": len(order)}
     if job.melee:
         job.written["melee rows"] = melee_rows.swap_shadow(db, rid)
     rating_rows.bump_generation(db, rid)
     swapped = sorted({(min(a, b), max(a, b)) for a, b in write_keys | drop_keys})
-    rating_rows.record_swap(db, rid, rating_rows.generation(db, rid), swapped if len(swapped) <= WORKER_CATCH_UP_PAIRS else None)
+    rating_rows.record_swap(
+        db, rid, rating_rows.generation(db, rid), swapped if len(swapped) <= WORKER_CATCH_UP_PAIRS else None
+    )
     # This process's copy of the field (shared by its connections, rumble.fields) is now a generation
     # behind, as every worker's is: its next write catches it up on the pairings recorded here.

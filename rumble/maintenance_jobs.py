@@ -34,7 +34,9 @@ PROGRESS_EVERY_S = 1.0  # how often a running job writes its progress row
 Progress = Callable[[str, int, int], None]  # (game, battles replayed so far, battles in the log)
 
 
-def rebuild(db: Store, games: list[str], min_battles: int, who: str, details: dict, progress: Progress | None = None) -> dict[str, int]:
+def rebuild(
+    db: Store, games: list[str], min_battles: int, who: str, details: dict, progress: Progress | None = None
+) -> dict[str, int]:
     """Recompute each of ``games`` from its log; audited per rumble as ``rebuild``. Battles replayed per game."""
     replayed = {}
     for game in games:
@@ -47,8 +49,16 @@ def rebuild(db: Store, games: list[str], min_battles: int, who: str, details: di
     return replayed
 
 
-def change_battles(db: Store, action: str, f: states.BattleFilter, max_id: int, min_battles: int, who: str, details: dict,
-                   progress: Progress | None = None) -> integrity.Outcome:  # fmt: skip
+def change_battles(
+    db: Store,
+    action: str,
+    f: states.BattleFilter,
+    max_id: int,
+    min_battles: int,
+    who: str,
+    details: dict,
+    progress: Progress | None = None,
+) -> integrity.Outcome:
     """Apply ``action`` to the battles ``f`` selects among log ids up to ``max_id`` and recompute
     each rumble they belong to; audited per rumble, with the battles moved there."""
     sources, target = integrity.TRANSITIONS[action]
@@ -70,8 +80,15 @@ def change_battles(db: Store, action: str, f: states.BattleFilter, max_id: int, 
     return integrity.Outcome(action, moved, replayed)
 
 
-def _recompute(db: Store, game: str, min_battles: int, progress: Progress | None, moved: frozenset[int] = frozenset(),
-               moved_to: str = "ok", in_swap=None) -> maintenance.Job:  # fmt: skip
+def _recompute(
+    db: Store,
+    game: str,
+    min_battles: int,
+    progress: Progress | None,
+    moved: frozenset[int] = frozenset(),
+    moved_to: str = "ok",
+    in_swap=None,
+) -> maintenance.Job:
     with store.read(db):
         rounds = states.rumble_rounds(db, game)
         total = states.logged_battles(db, game)
@@ -116,8 +133,11 @@ def spawn(db_path: str, job_id: int) -> subprocess.Popen:
     _children[:] = [child for child in _children if child.poll() is None]
     child = subprocess.Popen(
         [sys.executable, "-m", "rumble", "run-job", "--db", db_path, str(job_id)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     _children.append(child)
     return child
 

@@ -78,7 +78,11 @@ def _fill(d: np.ndarray, names: list[str], body: list[tuple[int, list[str]]]) ->
             problems.append(f"line {line}: {len(row)} cells, expected {len(names) + 1} (the name, then one per column)")
         else:
             done.add(name)
-            problems += [f"line {line}, column {names[j]!r}: {p}" for j, p in _parse_cells(d[index[name]], row[1:]) if j != index[name]]
+            problems += [
+                f"line {line}, column {names[j]!r}: {p}"
+                for j, p in _parse_cells(d[index[name]], row[1:])
+                if j != index[name]
+            ]
     return problems + [f"no row for {name!r}" for name in names if name not in done]
 
 

@@ -84,7 +84,11 @@ def add_pair(db: Store, rumble_id: int, pair: PairRow, field: Field, ratings: bo
     rated = _timeouts(db, rumble_id, pair.received_at, pair.id, field, ratings)
     target = next((b.id for b in rows.open_battles(db, rumble_id, pair.uploader) if _fits(db, b, pair)), None)
     if target is None:
-        late = [b for b in rows.rated_battles_near(db, rumble_id, pair.uploader, pair.client_time, WINDOW_MS) if _fits(db, b, pair)]
+        late = [
+            b
+            for b in rows.rated_battles_near(db, rumble_id, pair.uploader, pair.client_time, WINDOW_MS)
+            if _fits(db, b, pair)
+        ]
         if late:
             rows.add_pair(db, late[0].id, pair, late=True)
             return rated
@@ -98,10 +102,14 @@ def add_pair(db: Store, rumble_id: int, pair: PairRow, field: Field, ratings: bo
     return rated
 
 
-def _timeouts(db: Store, rumble_id: int, now: str, after_battle_id: int, field: Field, ratings: bool = True) -> list[int]:
+def _timeouts(
+    db: Store, rumble_id: int, now: str, after_battle_id: int, field: Field, ratings: bool = True
+) -> list[int]:
     """Close and rate, oldest first, the open battles whose last pair came ``TIMEOUT_S`` before ``now``."""
-    return [_close(db, rumble_id, melee_id, "timeout", after_battle_id, field, ratings)
-            for melee_id in rows.stale_battles(db, rumble_id, _cutoff(now))]  # fmt: skip
+    return [
+        _close(db, rumble_id, melee_id, "timeout", after_battle_id, field, ratings)
+        for melee_id in rows.stale_battles(db, rumble_id, _cutoff(now))
+    ]
 
 
 def sweep(db: Store, rumble_id: int, now: str) -> list[int]:
@@ -141,7 +149,10 @@ def _fits(db: Store, battle: MeleeBattle, pair: PairRow) -> bool:
     if frozenset((pair.first_id, pair.second_id)) in rows.pairs_of(db, battle.id):
         return False
     known = rows.entries(db, battle.id)
-    return all(known.get(bot, figures) == figures for bot, figures in ((pair.first_id, pair.first), (pair.second_id, pair.second)))
+    return all(
+        known.get(bot, figures) == figures
+        for bot, figures in ((pair.first_id, pair.first), (pair.second_id, pair.second))
+    )
 
 
 def _complete(db: Store, melee_id: int) -> bool:
@@ -172,7 +183,9 @@ def _prioritized_complete(db: Store, melee_id: int) -> bool:
     return any(figures[hub][0] < best_other for hub in hubs)  # the hubs are not the two best scores
 
 
-def _close(db: Store, rumble_id: int, melee_id: int, closed_by: str, after_battle_id: int, field: Field, ratings: bool = True) -> int:
+def _close(
+    db: Store, rumble_id: int, melee_id: int, closed_by: str, after_battle_id: int, field: Field, ratings: bool = True
+) -> int:
     """Rate a battle with every bot seen in its pairs, and mark it rated: Weng-Lin and the per-battle
     XonStat Elo, and one step of every 1v1 rating in ``field`` (rumble.ratings.melee_step)."""
     rows.close_battle(db, melee_id, closed_by, after_battle_id)
@@ -182,16 +195,24 @@ def _close(db: Store, rumble_id: int, melee_id: int, closed_by: str, after_battl
     now = seconds(rows.battle_time(db, melee_id))
     known = rows.ratings_of(db, rumble_id, ids)
     before = [known.get(bot) or MeleeRating(weng_lin.MU, weng_lin.SIGMA, float("nan"), 0, xonstat.START) for bot in ids]
-    entered, skills = weng_lin.rate_battle([weng_lin.Skill(r.mu, r.sigma, r.rated_at, r.battles) for r in before], scores, now)
+    entered, skills = weng_lin.rate_battle(
+        [weng_lin.Skill(r.mu, r.sigma, r.rated_at, r.battles) for r in before], scores, now
+    )
     elo = xonstat.update_melee([r.xonstat for r in before], [r.battles for r in before], scores)
     ranks = weng_lin.ranks(scores)
-    rows.put_entry_ratings(db, melee_id, [
-        (bot, rank, old.mu, sigma, new.mu, new.sigma, old.xonstat, x)
-        for bot, rank, old, sigma, new, x in zip(ids, ranks, before, entered, skills, elo)
-    ])  # fmt: skip
-    rows.put_ratings(db, rumble_id, [
-        (bot, MeleeRating(new.mu, new.sigma, new.rated_at, new.battles, x)) for bot, new, x in zip(ids, skills, elo)
-    ])  # fmt: skip
+    rows.put_entry_ratings(
+        db,
+        melee_id,
+        [
+            (bot, rank, old.mu, sigma, new.mu, new.sigma, old.xonstat, x)
+            for bot, rank, old, sigma, new, x in zip(ids, ranks, before, entered, skills, elo)
+        ],
+    )
+    rows.put_ratings(
+        db,
+        rumble_id,
+        [(bot, MeleeRating(new.mu, new.sigma, new.rated_at, new.battles, x)) for bot, new, x in zip(ids, skills, elo)],
+    )
     melee_step.rate_field(field, ids, scores, now)
     if ratings:
         rating_rows.put_ratings(db, rumble_id, [(bot, field.ratings(bot)) for bot in ids])
@@ -230,7 +251,10 @@ class Replay:
             self._sweep(*self.sweeps[self.done])
 
     def pair(self, battle_id: int) -> None:
-        for _, pair in self.pairs:  # the same battles, in the same order, as the rebuild's log (it skips those that do not count)
+        for (
+            _,
+            pair,
+        ) in self.pairs:  # the same battles, in the same order, as the rebuild's log (it skips those that do not count)
             if pair.id == battle_id:
                 self.rated += len(add_pair(self.db, self.rumble_id, pair, self.field, ratings=False))
                 return

@@ -102,8 +102,10 @@ def set_rumble(db: Store, base: RumbleSettings, key: str, value: Any, now: str, 
     current = load(db).rumble(base)
     target = getattr(base, key) if value is None else value
     if key in FROZEN_ONCE_LOGGED and target != getattr(current, key) and rows.logged_battles(db, base.name):
-        raise SettingError(f"{base.name} already has battles in its log, and its tables are computed with its {key}; "
-                           f"start a new rumble instead")  # fmt: skip
+        raise SettingError(
+            f"{base.name} already has battles in its log, and its tables are computed with its {key}; "
+            f"start a new rumble instead"
+        )
     if value is None:
         rows.drop_override(db, base.name, key)
     else:

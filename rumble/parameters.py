@@ -34,6 +34,8 @@ def whole_number(text: str, name: str, least: int, most: int) -> int:
     else ParameterError naming ``name``."""
     significant = text.lstrip("0") or "0"
     # The length test first: it keeps int() away from thousands of digits.
-    if not (text.isascii() and text.isdigit() and len(significant) <= len(str(most)) and least <= int(significant) <= most):
+    if not (
+        text.isascii() and text.isdigit() and len(significant) <= len(str(most)) and least <= int(significant) <= most
+    ):
         raise ParameterError(f"{name} must be a whole number from {least} to {most}, not {shown(text)}")
     return int(significant)

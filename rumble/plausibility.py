@@ -54,6 +54,8 @@ def suspicion(battle: Battle) -> str | None:
             return f"{side.name}'s score {side.score} is above {ceiling}, the most a robot scores in {battle.rounds} rounds"
     floor = min_firsts(battle.rounds)
     if battle.first.firsts + battle.second.firsts < floor:
-        return (f"the robots finished first in {battle.first.firsts} + {battle.second.firsts} rounds, "
-                f"fewer than {floor} of {battle.rounds}")  # fmt: skip
+        return (
+            f"the robots finished first in {battle.first.firsts} + {battle.second.firsts} rounds, "
+            f"fewer than {floor} of {battle.rounds}"
+        )
     return None

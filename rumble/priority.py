@@ -52,7 +52,9 @@ def pick_weighted(items: Sequence[int], weights: Sequence[float], rng: random.Ra
     return rng.choices(items, weights=weights, k=1)[0]
 
 
-def choose_pairs(candidates: Sequence[tuple[int, int, float]], k: int, rng: random.Random) -> list[tuple[int, int, str]]:
+def choose_pairs(
+    candidates: Sequence[tuple[int, int, float]], k: int, rng: random.Random
+) -> list[tuple[int, int, str]]:
     """Up to ``k`` pairs (a, b, reason) from candidates (a, b, priority), best first.
 
     Few-battle pairings go strictly by battle count (ties in random order); the rest are drawn
@@ -76,7 +78,9 @@ def melee_cap(batch: int) -> int:
     return max(1, int(batch * MELEE_SHARE))
 
 
-def within_cap(pairs: Sequence[tuple[int, int, str]], counts: dict[int, int], cap: int | None) -> list[tuple[int, int, str]]:
+def within_cap(
+    pairs: Sequence[tuple[int, int, str]], counts: dict[int, int], cap: int | None
+) -> list[tuple[int, int, str]]:
     """``pairs`` in order, leaving out each pair one of whose bots is already in ``cap`` chosen
     pairs; ``counts`` (bot -> pairs chosen so far) is updated. No cap: all of them."""
     kept = []

@@ -70,7 +70,9 @@ def start(db: Store, game: str, rounds: int, moved: frozenset[int] = frozenset()
     rumble_id = find_rumble_id(db, game)
     if rumble_id is None:
         raise LookupError(f"rumble {game!r} is not in the database")
-    replay = Replay(rumble_id, rounds, by_survival(db, rumble_id), moved=moved, moved_to=moved_to)  # twinduel: rounds won
+    replay = Replay(
+        rumble_id, rounds, by_survival(db, rumble_id), moved=moved, moved_to=moved_to
+    )  # twinduel: rounds won
     add_participants(db, replay)
     # A melee rumble rates whole battles, as they close, in log order with the recorded sweeps
     if melee_rows.is_melee(db, rumble_id):
@@ -93,7 +95,9 @@ def advance(db: Store, replay: Replay, up_to: int, progress: Callable[[int], Non
     states = ("ok",) if replay.moved_to != "ok" else ("ok", "flagged", "removed")
     if whole is not None:
         whole.begin(replay.battle_id, up_to, states)
-    for logged in battle_log.iter_scored_battles(db, replay.rumble_id, after=replay.battle_id, up_to=up_to, states=states):
+    for logged in battle_log.iter_scored_battles(
+        db, replay.rumble_id, after=replay.battle_id, up_to=up_to, states=states
+    ):
         if not replay.counts(logged.state, logged.id):
             continue
         while next_event < len(events) and events[next_event][3] < logged.id:
@@ -104,10 +108,17 @@ def advance(db: Store, replay: Replay, up_to: int, progress: Callable[[int], Non
         if changed is not None:
             changed.setdefault((a, b), state.get((a, b)))
             changed.setdefault((b, a), state.get((b, a)))
-        shares = battle_shares(logged.first_score, logged.second_score, logged.first_firsts, logged.second_firsts, replay.survival)
+        shares = battle_shares(
+            logged.first_score, logged.second_score, logged.first_firsts, logged.second_firsts, replay.survival
+        )
         state[a, b], state[b, a] = scores.score_battle(
-            state.get((a, b)), state.get((b, a)), shares, (logged.first_firsts, logged.second_firsts), replay.rounds, logged.received_at,
-        )  # fmt: skip
+            state.get((a, b)),
+            state.get((b, a)),
+            shares,
+            (logged.first_firsts, logged.second_firsts),
+            replay.rounds,
+            logged.received_at,
+        )
         if whole is not None:
             whole.before_pair(logged.id)
             record_pairings(field, a, b, state[a, b], state[b, a])
@@ -130,7 +141,9 @@ def advance(db: Store, replay: Replay, up_to: int, progress: Callable[[int], Non
     return replayed
 
 
-def rebuild_rumble(db: Store, game: str, rounds: int, min_battles: int, progress: Callable[[int], None] | None = None) -> int:
+def rebuild_rumble(
+    db: Store, game: str, rounds: int, min_battles: int, progress: Callable[[int], None] | None = None
+) -> int:
     """Recompute a rumble's pairings, summaries and ratings (caller holds the write transaction
     throughout: ``rumble.maintenance`` does the same without blocking uploads).
 
@@ -155,11 +168,21 @@ def _write(db: Store, rumble_id: int, state: dict[tuple[int, int], Pairing], fie
     pairings.put_pairings(
         db,
         (
-            (rumble_id, a, b, p.battles, p.aps, p.aps_m2, p.survival, p.last_battle,
-             priority.pairing_priority(p, min_battles) if a < b and (a, b) not in held else None)
-            for a in order for b, p in by_bot[a]
+            (
+                rumble_id,
+                a,
+                b,
+                p.battles,
+                p.aps,
+                p.aps_m2,
+                p.survival,
+                p.last_battle,
+                priority.pairing_priority(p, min_battles) if a < b and (a, b) not in held else None,
+            )
+            for a in order
+            for b, p in by_bot[a]
         ),
-    )  # fmt: skip
+    )
     active = {bot for bot in field.ids if field.active[field.position[bot]]}
     # Battles revive bots without an event, so after a rollback the replay may see a bot retired
     # that the participants table still has active: the replay decides.
@@ -171,6 +194,8 @@ def _write(db: Store, rumble_id: int, state: dict[tuple[int, int], Pairing], fie
     pairings.put_totals(db, rumble_id, rows)
     rating_rows.clear_ratings(db, rumble_id)
     rated = [(bot, field.ratings(bot)) for bot in order]  # a melee bot whose battles are all still open has none yet
-    rating_rows.put_ratings(db, rumble_id, [(bot, r) for bot, r in rated if r.rated_at == r.rated_at])  # NaN: never rated
+    rating_rows.put_ratings(
+        db, rumble_id, [(bot, r) for bot, r in rated if r.rated_at == r.rated_at]
+    )  # NaN: never rated
     rating_rows.bump_generation(db, rumble_id)
     fields.forget(db, rumble_id)

@@ -77,7 +77,9 @@ class Deadlines:
             for key in overdue:
                 _, sock = self._due.pop(key)
                 try:
-                    sock.shutdown(socket.SHUT_RD)  # ends the read; an answer can still go out (SEND_TIMEOUT_SECONDS bounds it)
+                    sock.shutdown(
+                        socket.SHUT_RD
+                    )  # ends the read; an answer can still go out (SEND_TIMEOUT_SECONDS bounds it)
                 except OSError:
                     pass  # already closed by the client
         return len(overdue)
@@ -246,7 +248,11 @@ class DeadlineThreadWorker(ThreadWorker):
         try:
             return super().handle_request(req, conn)
         except BlockingIOError as error:  # SO_SNDTIMEO: the client took nothing for send_timeout
-            self.log.info("rumble: closed a connection from %s that took none of its answer for %.0f s", conn.client, self.send_timeout)
+            self.log.info(
+                "rumble: closed a connection from %s that took none of its answer for %.0f s",
+                conn.client,
+                self.send_timeout,
+            )
             raise BrokenPipeError(errno.EPIPE, "send timed out") from error
 
 

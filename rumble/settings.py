@@ -8,9 +8,10 @@ checks that the README documents each one.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rumble.clock import Clock
 
@@ -36,32 +37,139 @@ def default_db_path(environ: dict[str, str] | None = None) -> Path:
 
 SETTINGS = (
     Setting("DB", None, "Path of the SQLite database file (default: ~/.local/share/rumble/rumble.db)."),
-    Setting("RUMBLES_FILE", None, "TOML file of rumbles and their settings (default: the stock rumbles shipped in rumble/rumbles.toml).", str),
-    Setting("ACCEPTED_CLIENTS", ("1.9.3.9",), "Comma-separated Robocode client versions whose uploads are accepted.", _csv),
+    Setting(
+        "RUMBLES_FILE",
+        None,
+        "TOML file of rumbles and their settings (default: the stock rumbles shipped in rumble/rumbles.toml).",
+        str,
+    ),
+    Setting(
+        "ACCEPTED_CLIENTS", ("1.9.3.9",), "Comma-separated Robocode client versions whose uploads are accepted.", _csv
+    ),
     Setting("MAX_BATTLE_AGE_HOURS", 24.0, "Uploads whose battle `time` is older than this are refused.", float),
-    Setting("MAX_CLOCK_SKEW_MINUTES", 60.0, "Uploads whose battle `time` lies further than this in the future are refused.", float),
+    Setting(
+        "MAX_CLOCK_SKEW_MINUTES",
+        60.0,
+        "Uploads whose battle `time` lies further than this in the future are refused.",
+        float,
+    ),
     Setting("MAX_UPLOAD_BYTES", 4096, "Largest accepted upload body; a real one is about 250 bytes.", int),
     Setting("PRIORITY_BATCH", 8, "Priority battles chosen at once when a rumble's queue runs empty.", int),
-    Setting("PRIORITY_MIN_BATTLES", 3, "Pairings with fewer battles than this come before the confidence-interval ranking.", int),
-    Setting("PRIORITY_HOLD_MINUTES", 10.0, "A pairing handed out as a priority battle is not handed out again for this long.", float),
-    Setting("BATCH_INTERVAL_MINUTES", 60.0, "Minutes between scheduled batch-ranking runs of the rumbles whose log changed (one server process runs them); 0 turns the schedule off.", float),
-    Setting("REMOVALS_PER_HOUR", 120, "RemoveOldParticipant requests one address may make in an hour; beyond that they are refused (and logged).", int),
-    Setting("ADMIN_SESSION_MINUTES", 60.0, "A maintainer's browser login lasts this long, then the login page asks for the token again.", float),
-    Setting("SYNCHRONOUS", "NORMAL", "SQLite synchronous pragma: NORMAL survives a crash of the server (WAL); FULL also a power loss.", str),
-    Setting("CLOCK", None, "The server's clock (a rumble.clock.Clock; the system's UTC time by default). Only code sets it, tests above all.", lambda raw: None),
-    Setting("ADMIN_FAILURES_PER_HOUR", 20, "Failed maintainer logins, bad tokens and dead sessions one address may present to /admin in an hour; beyond that it is answered 429 without any token being checked.", int),
-    Setting("REMOVAL_TRUST_DAYS", 7.0, "A RemoveOldParticipant request counts only from an address that uploaded accepted battles to that rumble within this many days.", float),
-    Setting("NEW_BOTS_PER_HOUR", 50, "New bots (names no upload gave before) one address may add in an hour; an upload naming one more is refused.", int),
-    Setting("MAX_PARTICIPANTS", 3000, "Participants (active or retired) a rumble may hold; an upload adding one more is refused.", int),
-    Setting("THREADS", 32, "Threads per `rumble serve` worker: requests served at once by one worker (gunicorn's gthread worker).", int),
-    Setting("READ_TIMEOUT_SECONDS", 10.0, "A request (headers and body) must arrive within this many seconds of the connection's opening (or of its first byte, on a kept-alive connection); else the connection is closed.", float),
-    Setting("SEND_TIMEOUT_SECONDS", 30.0, "A client that takes none of its answer for this many seconds is disconnected.", float),
-    Setting("PAGE_REQUESTS", 8, "Requests other than the client's (pages, JSON API, plots, exports, /admin) served at once per worker; more are answered 503 with Retry-After. Uploads never wait for them.", int),
+    Setting(
+        "PRIORITY_MIN_BATTLES",
+        3,
+        "Pairings with fewer battles than this come before the confidence-interval ranking.",
+        int,
+    ),
+    Setting(
+        "PRIORITY_HOLD_MINUTES",
+        10.0,
+        "A pairing handed out as a priority battle is not handed out again for this long.",
+        float,
+    ),
+    Setting(
+        "BATCH_INTERVAL_MINUTES",
+        60.0,
+        "Minutes between scheduled batch-ranking runs of the rumbles whose log changed (one server process runs them); 0 turns the schedule off.",
+        float,
+    ),
+    Setting(
+        "REMOVALS_PER_HOUR",
+        120,
+        "RemoveOldParticipant requests one address may make in an hour; beyond that they are refused (and logged).",
+        int,
+    ),
+    Setting(
+        "ADMIN_SESSION_MINUTES",
+        60.0,
+        "A maintainer's browser login lasts this long, then the login page asks for the token again.",
+        float,
+    ),
+    Setting(
+        "SYNCHRONOUS",
+        "NORMAL",
+        "SQLite synchronous pragma: NORMAL survives a crash of the server (WAL); FULL also a power loss.",
+        str,
+    ),
+    Setting(
+        "CLOCK",
+        None,
+        "The server's clock (a rumble.clock.Clock; the system's UTC time by default). Only code sets it, tests above all.",
+        lambda raw: None,
+    ),
+    Setting(
+        "ADMIN_FAILURES_PER_HOUR",
+        20,
+        "Failed maintainer logins, bad tokens and dead sessions one address may present to /admin in an hour; beyond that it is answered 429 without any token being checked.",
+        int,
+    ),
+    Setting(
+        "REMOVAL_TRUST_DAYS",
+        7.0,
+        "A RemoveOldParticipant request counts only from an address that uploaded accepted battles to that rumble within this many days.",
+        float,
+    ),
+    Setting(
+        "NEW_BOTS_PER_HOUR",
+        50,
+        "New bots (names no upload gave before) one address may add in an hour; an upload naming one more is refused.",
+        int,
+    ),
+    Setting(
+        "MAX_PARTICIPANTS",
+        3000,
+        "Participants (active or retired) a rumble may hold; an upload adding one more is refused.",
+        int,
+    ),
+    Setting(
+        "THREADS",
+        32,
+        "Threads per `rumble serve` worker: requests served at once by one worker (gunicorn's gthread worker).",
+        int,
+    ),
+    Setting(
+        "READ_TIMEOUT_SECONDS",
+        10.0,
+        "A request (headers and body) must arrive within this many seconds of the connection's opening (or of its first byte, on a kept-alive connection); else the connection is closed.",
+        float,
+    ),
+    Setting(
+        "SEND_TIMEOUT_SECONDS",
+        30.0,
+        "A client that takes none of its answer for this many seconds is disconnected.",
+        float,
+    ),
+    Setting(
+        "PAGE_REQUESTS",
+        8,
+        "Requests other than the client's (pages, JSON API, plots, exports, /admin) served at once per worker; more are answered 503 with Retry-After. Uploads never wait for them.",
+        int,
+    ),
     Setting("EXPORT_REQUESTS", 2, "Of the PAGE_REQUESTS, how many may be exports or plots at once per worker.", int),
-    Setting("TRUSTED_PROXIES", 0, "Reverse proxies in front of the server whose X-Forwarded-For and X-Forwarded-Proto are believed (werkzeug's ProxyFix); 0: the connection's own address is the client's.", int),
-    Setting("EXPORT_DIR", None, "Folder of the bulk exports' snapshot files (default: exports/ beside the database file).", str),
-    Setting("EXPORT_MAX_AGE_MINUTES", 5.0, "An export's snapshot is still served this long after its rumble changed; then the next request writes a new one (0: on the first request after any change).", float),
-    Setting("EXPORT_BUILDS", 1, "Export snapshots that may be written at once, across all workers; a request that finds none free serves the previous snapshot.", int),
+    Setting(
+        "TRUSTED_PROXIES",
+        0,
+        "Reverse proxies in front of the server whose X-Forwarded-For and X-Forwarded-Proto are believed (werkzeug's ProxyFix); 0: the connection's own address is the client's.",
+        int,
+    ),
+    Setting(
+        "EXPORT_DIR",
+        None,
+        "Folder of the bulk exports' snapshot files (default: exports/ beside the database file).",
+        str,
+    ),
+    Setting(
+        "EXPORT_MAX_AGE_MINUTES",
+        5.0,
+        "An export's snapshot is still served this long after its rumble changed; then the next request writes a new one (0: on the first request after any change).",
+        float,
+    ),
+    Setting(
+        "EXPORT_BUILDS",
+        1,
+        "Export snapshots that may be written at once, across all workers; a request that finds none free serves the previous snapshot.",
+        int,
+    ),
 )
 
 _BY_NAME = {setting.name: setting for setting in SETTINGS}

@@ -31,14 +31,15 @@ import requests
 from click.testing import CliRunner
 
 
-
 def make_maintainers(db: Path, count: int) -> str:
     """``count`` maintainers made through the CLI; the last one's token."""
     from rumble.cli import cli
 
     token = ""
     for i in range(count):
-        result = CliRunner().invoke(cli, ["admin", "create-token", "--db", str(db), f"m{i:03d}"], env={"RUMBLE_ADMIN_TOKEN": token})
+        result = CliRunner().invoke(
+            cli, ["admin", "create-token", "--db", str(db), f"m{i:03d}"], env={"RUMBLE_ADMIN_TOKEN": token}
+        )
         if result.exit_code != 0:
             raise RuntimeError(result.output)
         token = result.output.strip()
@@ -53,12 +54,18 @@ def free_port() -> int:
 
 def start_server(db: Path, workers: int, env_extra: dict[str, str], log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUMBLE_")} | env_extra | {"RUMBLE_BATCH_INTERVAL_MINUTES": "0"}
+    env = (
+        {k: v for k, v in os.environ.items() if not k.startswith("RUMBLE_")}
+        | env_extra
+        | {"RUMBLE_BATCH_INTERVAL_MINUTES": "0"}
+    )
     command = [sys.executable, "-m", "rumble", "serve", "--db", str(db), "--port", str(port), "--workers", str(workers)]
     import rumble
 
     checkout = Path(rumble.__file__).resolve().parent.parent  # the server runs the rumble this script imported
-    server = subprocess.Popen(command, cwd=checkout, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    server = subprocess.Popen(
+        command, cwd=checkout, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -100,7 +107,12 @@ def flood(url: str, header: str, clients: int, seconds: float) -> dict:
         thread.start()
     for thread in threads:
         thread.join()
-    return {"rate": len(latencies) / seconds, "statuses": dict(sorted(statuses.items())), "latency": latencies, "probe": probe}
+    return {
+        "rate": len(latencies) / seconds,
+        "statuses": dict(sorted(statuses.items())),
+        "latency": latencies,
+        "probe": probe,
+    }
 
 
 def ms(values: list[float], q: float) -> str:
@@ -111,9 +123,11 @@ def ms(values: list[float], q: float) -> str:
 
 
 def report(name: str, result: dict) -> None:
-    print(f"  {name:<28} {result['rate']:7.1f} req/s  p50 {ms(result['latency'], 0.5):>9}  p99 {ms(result['latency'], 0.99):>9}"
-          f"  answers {result['statuses']}  | probe p50 {ms(result['probe'], 0.5)}, p99 {ms(result['probe'], 0.99)},"
-          f" max {ms(result['probe'], 1.0)}")  # fmt: skip
+    print(
+        f"  {name:<28} {result['rate']:7.1f} req/s  p50 {ms(result['latency'], 0.5):>9}  p99 {ms(result['latency'], 0.99):>9}"
+        f"  answers {result['statuses']}  | probe p50 {ms(result['probe'], 0.5)}, p99 {ms(result['probe'], 0.99)},"
+        f" max {ms(result['probe'], 1.0)}"
+    )
 
 
 def main() -> int:
@@ -144,9 +158,13 @@ def main() -> int:
             "no id (old form)": "Bearer " + "y" * 43,
         }
         for label, limit in (("limit off", str(10**9)), ("ADMIN_FAILURES_PER_HOUR=20", "20")):
-            print(f"{args.maintainers} maintainers, {args.workers} workers, {args.clients} flooding clients x {args.seconds:.0f} s, {label}:")
+            print(
+                f"{args.maintainers} maintainers, {args.workers} workers, {args.clients} flooding clients x {args.seconds:.0f} s, {label}:"
+            )
             for name, header in kinds.items():
-                server, url = start_server(db, args.workers, {"RUMBLE_ADMIN_FAILURES_PER_HOUR": limit}, Path(work) / "server.log")
+                server, url = start_server(
+                    db, args.workers, {"RUMBLE_ADMIN_FAILURES_PER_HOUR": limit}, Path(work) / "server.log"
+                )
                 try:
                     report(name, flood(url, header, args.clients, args.seconds))
                 finally:

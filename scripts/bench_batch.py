@@ -108,8 +108,10 @@ def ladder(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
     shown = min(len(real), args.bots)
     gap = np.abs(np.nanmean(d, axis=1)[:shown] - target[:shown])
     r = np.corrcoef(np.nanmean(d, axis=1)[:shown], target[:shown])[0, 1]
-    print(f"matrix        {args.bots} bots ({shown} real from {args.data.name}, "
-          f"{args.bots - shown} synthesized at APS 50), noise {args.noise} logit")
+    print(
+        f"matrix        {args.bots} bots ({shown} real from {args.data.name}, "
+        f"{args.bots - shown} synthesized at APS 50), noise {args.noise} logit"
+    )
     print(f"              row mean vs real APS: mean |diff| {gap.mean():.2f}, max {gap.max():.2f}, r = {r:.4f}")
     return d, strength
 
@@ -177,8 +179,10 @@ def compare_naive(d: np.ndarray, sizes: list[int], seed: int) -> bool:
     """Both versions lock the graph of seeded samples of each size; prints times and ratios."""
     rng = np.random.default_rng(seed)
     print("\nranked pairs: the locked graph, rumble against one has_path per majority")
-    print(f"  {'bots':>5} {'majorities':>11} {'locked':>8} {'rumble s':>10} {'has_path s':>11} {'ratio':>8}"
-          "  same graph and ranks")
+    print(
+        f"  {'bots':>5} {'majorities':>11} {'locked':>8} {'rumble s':>10} {'has_path s':>11} {'ratio':>8}"
+        "  same graph and ranks"
+    )
     all_equal, ratio = True, math.nan
     for size in sizes:
         sub = sample(d, min(size, len(d)), rng)
@@ -188,8 +192,10 @@ def compare_naive(d: np.ndarray, sizes: list[int], seed: int) -> bool:
         equal = set(fast.edges) == set(naive.edges) and bool((ranked_pairs.rank(sub).ranks == naive_ranks).all())
         all_equal &= equal
         ratio = naive_s / fast_s
-        tqdm.write(f"  {len(sub):>5} {len(ranked_pairs.lock_order(sub)[0]):>11} {len(naive.edges):>8} {fast_s:>10.3f} "
-                   f"{naive_s:>11.3f} {ratio:>7.0f}x  {'yes' if equal else 'NO'}")  # fmt: skip
+        tqdm.write(
+            f"  {len(sub):>5} {len(ranked_pairs.lock_order(sub)[0]):>11} {len(naive.edges):>8} {fast_s:>10.3f} "
+            f"{naive_s:>11.3f} {ratio:>7.0f}x  {'yes' if equal else 'NO'}"
+        )
     print(f"  at {len(sub)} bots: {ratio:.0f}x (target >= {TARGET_RATIO:.0f}x: {verdict(ratio >= TARGET_RATIO)})")
     return all_equal
 
@@ -275,8 +281,15 @@ def compare_one(d: np.ndarray, ballots: list[list[int]]) -> list[tuple[str, floa
     rows.append(("schulze", ours_s, theirs_s, bool((ours.ranks == theirs).all()), "beat_path_defeat"))
     ours_s, ours = timed(lambda m: (set(ranked_pairs.locked_graph(m).edges), ranked_pairs.rank(m).ranks), d, repeat=3)
     theirs_s, theirs = timed(pv_ranked_pairs, d)
-    rows.append(("ranked_pairs", ours_s, theirs_s, ours[0] == theirs[0] and bool((ours[1] == theirs[1]).all()),
-                 "ranked_pairs_defeats, edge for edge"))  # fmt: skip
+    rows.append(
+        (
+            "ranked_pairs",
+            ours_s,
+            theirs_s,
+            ours[0] == theirs[0] and bool((ours[1] == theirs[1]).all()),
+            "ranked_pairs_defeats, edge for edge",
+        )
+    )
     ours_s, ours = timed(copeland.rank, d, repeat=3)
     theirs_s, theirs = timed(pv_copeland, d)
     rows.append(("copeland", ours_s, theirs_s, same_order(ours.ranks, theirs), "copeland_ranking"))
@@ -302,8 +315,9 @@ def compare_pref_voting(d: np.ndarray, strength: np.ndarray, sizes: list[int], v
     warm = np.sort(rng.choice(len(d), 5, replace=False))
     compare_one(d[np.ix_(warm, warm)], draw_ballots(strength[warm], 5, rng))  # imports and JIT, untimed
     print("\nagainst pref_voting (winning votes; same order of every pair of bots = equal)")
-    print(f"  {'method':<13} {'bots':>5} {'rumble s':>10} {'pref_voting s':>14} {'ratio':>8}"
-          "  equal  pref_voting function")
+    print(
+        f"  {'method':<13} {'bots':>5} {'rumble s':>10} {'pref_voting s':>14} {'ratio':>8}  equal  pref_voting function"
+    )
     all_equal = True
     for size in tqdm(sizes, desc="pref_voting sizes", leave=False, disable=None):
         picked = np.sort(rng.choice(len(d), size, replace=False))
@@ -311,8 +325,10 @@ def compare_pref_voting(d: np.ndarray, strength: np.ndarray, sizes: list[int], v
         for name, ours_s, theirs_s, equal, note in rows:
             all_equal &= equal is not False
             shown = {True: "yes", False: "NO", None: "n/a"}[equal]
-            tqdm.write(f"  {name:<13} {size:>5} {ours_s:>10.4f} {theirs_s:>14.4f} {theirs_s / ours_s:>7.0f}x  "
-                       f"{shown:<5}  {note}")  # fmt: skip
+            tqdm.write(
+                f"  {name:<13} {size:>5} {ours_s:>10.4f} {theirs_s:>14.4f} {theirs_s / ours_s:>7.0f}x  "
+                f"{shown:<5}  {note}"
+            )
     print("  npp, vote, knnpbi: no pref_voting counterpart")
     return all_equal
 
@@ -335,27 +351,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(
-        "--data", type=Path, default=DEFAULT_DATA,
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
         help="LiteRumble snapshot folder holding ratings_roborumble.txt (read in place, never copied)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--bots", type=int, default=1200,
+        "--bots",
+        type=int,
+        default=1200,
         help="bots in the full matrix: the snapshot's first, then synthesized ones at APS 50",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--noise", type=float, default=0.5,
+        "--noise",
+        type=float,
+        default=0.5,
         help="standard deviation of each pairing's departure from the fitted model, in logit units",
-    )  # fmt: skip
+    )
     parser.add_argument("--seed", type=int, default=2023, help="seed of every random choice")
     parser.add_argument(
-        "--naive-sizes", type=sizes, default=[150, 300, 450, 600],
+        "--naive-sizes",
+        type=sizes,
+        default=[150, 300, 450, 600],
         help="sample sizes for Ranked Pairs against the naive version; the 100x target is checked at the last",
-    )  # fmt: skip
+    )
     parser.add_argument("--skip-naive", action="store_true", help="leave out the naive Ranked Pairs comparison")
     parser.add_argument(
-        "--pref-sizes", type=sizes, default=[20, 50, 100, 200],
+        "--pref-sizes",
+        type=sizes,
+        default=[20, 50, 100, 200],
         help="sample sizes for the pref_voting comparison (its Ranked Pairs takes about 30 s at 200)",
-    )  # fmt: skip
+    )
     parser.add_argument("--voters", type=int, default=200, help="ballots in the profile of the Borda comparison")
     parser.add_argument("--skip-pref-voting", action="store_true", help="leave out the pref_voting comparison")
     return parser.parse_args(argv)

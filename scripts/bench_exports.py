@@ -41,10 +41,20 @@ from rumble import settings  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
 
 GAME = bench_upload.GAME
-EXPORTS = ("rankings.csv", "rankings.json", "pairings.csv", "pairings.json", "battles.csv", "battles.json", "rumble.sqlite")
+EXPORTS = (
+    "rankings.csv",
+    "rankings.json",
+    "pairings.csv",
+    "pairings.json",
+    "battles.csv",
+    "battles.json",
+    "rumble.sqlite",
+)
 
 
-def download(port: int, name: str, headers: dict[str, str] | None = None, timeout: float = 120.0) -> tuple[int, int, dict, float]:
+def download(
+    port: int, name: str, headers: dict[str, str] | None = None, timeout: float = 120.0
+) -> tuple[int, int, dict, float]:
     """GET one export on a new connection and read it to its end: (status, bytes, headers, seconds)."""
     began = time.perf_counter()
     connection = HTTPConnection("127.0.0.1", port, timeout=timeout)
@@ -61,7 +71,9 @@ def download(port: int, name: str, headers: dict[str, str] | None = None, timeou
 
 def per_request(port: int, repeat: int) -> None:
     """Print each export's first, median and slowest download time, and a conditional GET's."""
-    print(f"\n{'export':15} {'size MB':>8} {'first s':>8} {'median s':>9} {'max s':>7} {'304 ms':>7}   (idle server, {repeat} downloads after the first)")
+    print(
+        f"\n{'export':15} {'size MB':>8} {'first s':>8} {'median s':>9} {'max s':>7} {'304 ms':>7}   (idle server, {repeat} downloads after the first)"
+    )
     for name in EXPORTS:
         began, refused = time.perf_counter(), 0
         while (answer := download(port, name))[0] == 503:  # the snapshot is being written: ask again
@@ -79,14 +91,29 @@ def per_request(port: int, repeat: int) -> None:
         if etag:
             status, _, _, seconds = download(port, name, {"If-None-Match": etag})
             conditional = f"{seconds * 1000:.1f}" if status == 304 else f"HTTP {status}"
-        print(f"{name:15} {size / 1e6:8.1f} {first:8.2f} {statistics.median(times):9.3f} {max(times):7.3f} {conditional:>7}")
+        print(
+            f"{name:15} {size / 1e6:8.1f} {first:8.2f} {statistics.median(times):9.3f} {max(times):7.3f} {conditional:>7}"
+        )
 
 
 def curl_download(port: int, name: str, timeout: float = 60.0) -> tuple[int, float]:
     """GET one export with curl into /dev/null: (status, seconds)."""
     began = time.perf_counter()
-    done = subprocess.run(["curl", "-s", "-o", "/dev/null", "-m", str(timeout), "-w", "%{http_code}",
-                           f"http://127.0.0.1:{port}/api/v1/rumbles/{GAME}/export/{name}"], capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            "-m",
+            str(timeout),
+            "-w",
+            "%{http_code}",
+            f"http://127.0.0.1:{port}/api/v1/rumbles/{GAME}/export/{name}",
+        ],
+        capture_output=True,
+        text=True,
+    )
     return int(done.stdout or 0) or -1, time.perf_counter() - began
 
 
@@ -135,8 +162,10 @@ def mixed_load(port: int, args: argparse.Namespace) -> None:
     with Pullers(port, args.pullers, curl) as pullers:
         results = bench_upload.run_load(ladder, rumble, port, args)
         ended = time.time()
-    print(f"\nmixed load    {args.clients} upload clients and {args.pullers} export pullers ({'curl' if curl else 'Python'}), "
-          f"{args.warmup:g} s warm-up + {args.seconds:g} s measured")  # fmt: skip
+    print(
+        f"\nmixed load    {args.clients} upload clients and {args.pullers} export pullers ({'curl' if curl else 'Python'}), "
+        f"{args.warmup:g} s warm-up + {args.seconds:g} s measured"
+    )
     bench_upload.load_report(results, args)
     latencies = np.concatenate([r.latencies_ms for r in results])
     starts = np.concatenate([r.starts for r in results])
@@ -146,8 +175,10 @@ def mixed_load(port: int, args: argparse.Namespace) -> None:
     window_start = ended - args.seconds
     pulls = [p for p in pullers.pulls if p[0] >= window_start - 0.0]
     by_status = collections.Counter(status for _, _, status, _ in pulls)
-    print(f"pulls         {len(pulls)} started in the measured window: "
-          + ", ".join(f"{n} x {'no answer' if s == -1 else f'HTTP {s}'}" for s, n in sorted(by_status.items())))  # fmt: skip
+    print(
+        f"pulls         {len(pulls)} started in the measured window: "
+        + ", ".join(f"{n} x {'no answer' if s == -1 else f'HTTP {s}'}" for s, n in sorted(by_status.items()))
+    )
     for name in EXPORTS:
         times = [seconds for _, n, status, seconds in pulls if n == name and status == 200]
         if times:
@@ -155,8 +186,12 @@ def mixed_load(port: int, args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--data", type=Path, default=bench_upload.DEFAULT_DATA, help="the LiteRumble snapshot of bench_upload.py")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument(
+        "--data", type=Path, default=bench_upload.DEFAULT_DATA, help="the LiteRumble snapshot of bench_upload.py"
+    )
     parser.add_argument("--bots", type=int, default=1200)
     parser.add_argument("--seed", type=int, default=2023)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/rumble-bench"), help="bench_upload's cache")
@@ -180,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         port, log = bench_upload.free_port(), run_dir / "server.log"
         server = bench_upload.start_server(run_db, port, args.workers, log)
-        print(f"server        python -m rumble serve --workers {args.workers} on 127.0.0.1:{port}, code from {bench_upload.REPO}")
+        print(
+            f"server        python -m rumble serve --workers {args.workers} on 127.0.0.1:{port}, code from {bench_upload.REPO}"
+        )
         try:
             if not args.skip_per_request:
                 per_request(port, args.repeat)

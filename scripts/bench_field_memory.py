@@ -75,7 +75,9 @@ def ladder_database(args: argparse.Namespace) -> Path:
             copy.close()
             source.close()
         return target
-    build = argparse.Namespace(bots=1200, battles_per_pairing=1, seed=2023, data=args.data, workdir=args.workdir, rebuild_data=False)
+    build = argparse.Namespace(
+        bots=1200, battles_per_pairing=1, seed=2023, data=args.data, workdir=args.workdir, rebuild_data=False
+    )
     ladder = bench_upload.load_ladder(args.data, 1200, 2023)
     values = settings.load({"DB": str(args.workdir / "unused.db")})
     return bench_upload.ladder_database(build, ladder, load_rumbles(values["RUMBLES_FILE"])[GAME])
@@ -92,7 +94,9 @@ def flooded_database(ladder_db: Path, args: argparse.Namespace) -> Path:
     db = store.connect(target)
     rng = np.random.default_rng(11)
     try:
-        names = [name for (name,) in db.execute("SELECT b.full_name FROM participants p JOIN bots b ON b.id = p.bot_id")]
+        names = [
+            name for (name,) in db.execute("SELECT b.full_name FROM participants p JOIN bots b ON b.id = p.bot_id")
+        ]
         invented = [f"flood.Invented{k:04d} 1.0" for k in range(args.max_participants - len(names))]
         now_ms = int(time.time() * 1000)
         with store.write(db):
@@ -100,9 +104,21 @@ def flooded_database(ladder_db: Path, args: argparse.Namespace) -> Path:
                 for n in range(args.flood_battles):
                     opponent = names[int(rng.integers(len(names)))]
                     score = int(rng.integers(1000, 6000))
-                    battle = Battle(GAME, "1", bench_upload.CLIENT, False, False, rumble.rounds, rumble.field, "flooder",
-                                    now_ms - k * args.flood_battles - n, Side(opponent, 6000, 3000, 20), Side(name, score, score // 2, 15),
-                                    store.utc_now(), "10.9.9.9")  # fmt: skip
+                    battle = Battle(
+                        GAME,
+                        "1",
+                        bench_upload.CLIENT,
+                        False,
+                        False,
+                        rumble.rounds,
+                        rumble.field,
+                        "flooder",
+                        now_ms - k * args.flood_battles - n,
+                        Side(opponent, 6000, 3000, 20),
+                        Side(name, score, score // 2, 15),
+                        store.utc_now(),
+                        "10.9.9.9",
+                    )
                     ingest.apply_battle(db, battle, rumble.rounds, values["PRIORITY_MIN_BATTLES"])
     finally:
         db.close()
@@ -124,19 +140,38 @@ def worker_memory(db_path: Path, rule: str, workdir: Path) -> tuple[int, int, in
     try:
         _wait_until_up(server, port, log)
         conn = sqlite3.connect(f"{run_db.resolve().as_uri()}?mode=ro", uri=True)
-        a, b = [name for (name,) in conn.execute(
-            "SELECT b.full_name FROM participants p JOIN bots b ON b.id = p.bot_id ORDER BY b.id LIMIT 2")]  # fmt: skip
+        a, b = [
+            name
+            for (name,) in conn.execute(
+                "SELECT b.full_name FROM participants p JOIN bots b ON b.id = p.bot_id ORDER BY b.id LIMIT 2"
+            )
+        ]
         conn.close()
         values = settings.load({"DB": str(run_db)})
         rumble = load_rumbles(values["RUMBLES_FILE"])[GAME]
-        battle = Battle(GAME, "1", bench_upload.CLIENT, False, False, rumble.rounds, rumble.field, "bench",
-                        int(time.time() * 1000), Side(a, 6000, 3000, 20), Side(b, 4000, 2000, 15))  # fmt: skip
+        battle = Battle(
+            GAME,
+            "1",
+            bench_upload.CLIENT,
+            False,
+            False,
+            rumble.rounds,
+            rumble.field,
+            "bench",
+            int(time.time() * 1000),
+            Side(a, 6000, 3000, 20),
+            Side(b, 4000, 2000, 15),
+        )
         status, text = bench_upload.post_upload(port, format_upload(battle))
         if status != 200 or "received for" not in text:
             raise RuntimeError(f"the upload was not accepted: {status} {text!r}")
         (worker,) = [pid for pid in bench_upload.process_tree(server.pid) if pid != server.pid]
         status_file = Path(f"/proc/{worker}/status").read_text()
-        kb = {line.split(":")[0]: int(line.split()[1]) for line in status_file.splitlines() if line.startswith(("VmRSS", "VmHWM"))}
+        kb = {
+            line.split(":")[0]: int(line.split()[1])
+            for line in status_file.splitlines()
+            if line.startswith(("VmRSS", "VmHWM"))
+        }
         return worker, kb["VmRSS"], kb["VmHWM"]
     finally:
         bench_upload.stop_server(server)
@@ -176,16 +211,26 @@ def growth_times(n: int) -> tuple[float, float]:
 def participants(db_path: Path) -> int:
     conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        return conn.execute("SELECT count(*) FROM participants p JOIN rumbles r ON r.id = p.rumble_id WHERE r.name = ?", (GAME,)).fetchone()[0]
+        return conn.execute(
+            "SELECT count(*) FROM participants p JOIN rumbles r ON r.id = p.rumble_id WHERE r.name = ?", (GAME,)
+        ).fetchone()[0]
     finally:
         conn.close()
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/rumble-field-bench"), help="databases and server logs")
-    parser.add_argument("--data", type=Path, default=bench_upload.DEFAULT_DATA, help="the LiteRumble snapshot bench_upload reads")
-    parser.add_argument("--ladder", type=Path, help="an existing 1,200-bot ladder database to copy instead of building one")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument(
+        "--workdir", type=Path, default=Path("/tmp/rumble-field-bench"), help="databases and server logs"
+    )
+    parser.add_argument(
+        "--data", type=Path, default=bench_upload.DEFAULT_DATA, help="the LiteRumble snapshot bench_upload reads"
+    )
+    parser.add_argument(
+        "--ladder", type=Path, help="an existing 1,200-bot ladder database to copy instead of building one"
+    )
     parser.add_argument("--max-participants", type=int, default=3000, help="participants of the flooded rumble")
     parser.add_argument("--flood-battles", type=int, default=2, help="battles of each invented bot")
     args = parser.parse_args(argv)
@@ -197,8 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         n = participants(path)
         for rule, capacity in (("step", capacity_for(n)), ("doubling", doubling(n))):
             _, rss, peak = worker_memory(path, rule, args.workdir)
-            print(f"{f'{path.name} ({n:,} bots)':<34} {rule:<9} {capacity:>8,} {capacity**2 * 8 / 1e6:>9.1f} "
-                  f"{rss / 1024:>13.1f} {peak / 1024:>8.1f}", flush=True)  # fmt: skip
+            print(
+                f"{f'{path.name} ({n:,} bots)':<34} {rule:<9} {capacity:>8,} {capacity**2 * 8 / 1e6:>9.1f} "
+                f"{rss / 1024:>13.1f} {peak / 1024:>8.1f}",
+                flush=True,
+            )
     from rumble import fields
     from rumble.ratings import online
 
@@ -206,8 +254,10 @@ def main(argv: list[str] | None = None) -> int:
         if rule == "doubling":
             online.capacity_for = fields.capacity_for = doubling
         once, total = growth_times(args.max_participants)
-        print(f"{rule:<9} growing a full {args.max_participants:,}-bot field once: {once * 1000:.0f} ms; "
-              f"adding {args.max_participants:,} bots one by one: {total:.2f} s")  # fmt: skip
+        print(
+            f"{rule:<9} growing a full {args.max_participants:,}-bot field once: {once * 1000:.0f} ms; "
+            f"adding {args.max_participants:,} bots one by one: {total:.2f} s"
+        )
     return 0
 
 

@@ -52,7 +52,9 @@ def upload_loop(port: int, ladder: bench.Ladder, rumble, index: int, seed: int, 
         figures = bench.sample_figures(rng, ladder.strength[[a]] - ladder.strength[[b]], rumble.rounds).tolist()[0]
         now = time.time()
         last_ms = max(int(now * 1000), last_ms + 1)
-        body = format_upload(bench.to_battle(rumble, ladder.names[a], ladder.names[b], figures, last_ms, f"bench-{index}"))
+        body = format_upload(
+            bench.to_battle(rumble, ladder.names[a], ladder.names[b], figures, last_ms, f"bench-{index}")
+        )
         began = time.perf_counter()
         try:
             error = bench.answer_error(*bench.post_upload(port, body))
@@ -69,7 +71,9 @@ def blocking_rebuild_seconds(db_path: Path) -> float:
     try:
         started = time.perf_counter()
         with store.write(db):
-            rebuild.rebuild_rumble(db, bench.GAME, load_rumbles(values["RUMBLES_FILE"])[bench.GAME].rounds, values["PRIORITY_MIN_BATTLES"])
+            rebuild.rebuild_rumble(
+                db, bench.GAME, load_rumbles(values["RUMBLES_FILE"])[bench.GAME].rounds, values["PRIORITY_MIN_BATTLES"]
+            )
         return time.perf_counter() - started
     finally:
         db.close()
@@ -94,23 +98,38 @@ def during(rows: list[tuple], start: float, end: float) -> str:
     times = np.array([s for s, _ in inside])
     failed = sum(1 for _, e in inside if e)
     verdict = "met" if times.max() < GOAL_SLOWEST_S and not failed else "MISSED"
-    return (f"{len(inside)} uploads, {failed} failed; p50 {np.percentile(times, 50) * 1000:.0f} ms, "
-            f"p99 {np.percentile(times, 99) * 1000:.0f} ms, slowest {times.max():.2f} s "
-            f"(goal < {GOAL_SLOWEST_S:.0f} s: {verdict})")  # fmt: skip
+    return (
+        f"{len(inside)} uploads, {failed} failed; p50 {np.percentile(times, 50) * 1000:.0f} ms, "
+        f"p99 {np.percentile(times, 99) * 1000:.0f} ms, slowest {times.max():.2f} s "
+        f"(goal < {GOAL_SLOWEST_S:.0f} s: {verdict})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--data", type=Path, default=bench.DEFAULT_DATA, help="LiteRumble snapshot folder (as bench_upload.py)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument(
+        "--data", type=Path, default=bench.DEFAULT_DATA, help="LiteRumble snapshot folder (as bench_upload.py)"
+    )
     parser.add_argument("--bots", type=int, default=1200, help="bots in the ladder")
     parser.add_argument("--seed", type=int, default=2023, help="seed of the ladder and the uploads")
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/rumble-bench"), help="the ladder cache and the run's copies")
+    parser.add_argument(
+        "--workdir", type=Path, default=Path("/tmp/rumble-bench"), help="the ladder cache and the run's copies"
+    )
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument("--clients", type=int, default=8, help="uploading client processes")
-    parser.add_argument("--settle", type=float, default=5.0, help="seconds of plain uploads before and between the two jobs")
-    parser.add_argument("--check", action="store_true", help="afterwards, compare the served tables with a fresh rebuild")
-    parser.add_argument("--restore", action="store_true",
-                        help="afterwards, back the database up and restore it: the time spent aside and under the write lock")
+    parser.add_argument(
+        "--settle", type=float, default=5.0, help="seconds of plain uploads before and between the two jobs"
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="afterwards, compare the served tables with a fresh rebuild"
+    )
+    parser.add_argument(
+        "--restore",
+        action="store_true",
+        help="afterwards, back the database up and restore it: the time spent aside and under the write lock",
+    )
     args = parser.parse_args(argv)
     args.battles_per_pairing, args.rebuild_data = 1, False
     rumble = load_rumbles(settings.load()["RUMBLES_FILE"])[bench.GAME]
@@ -125,22 +144,35 @@ def main(argv: list[str] | None = None) -> int:
         bench.remove_database(old_db)
         print(f"blocking      rebuild_rumble under the write lock: {old_seconds:.1f} s (every upload meanwhile waits)")
         env = {**os.environ, "RUMBLE_BATCH_INTERVAL_MINUTES": "0"}
-        token = subprocess.run([sys.executable, "-m", "rumble", "admin", "create-token", "--db", str(run_db), "bench"],
-                               check=True, capture_output=True, text=True, env=env).stdout.strip()  # fmt: skip
+        token = subprocess.run(
+            [sys.executable, "-m", "rumble", "admin", "create-token", "--db", str(run_db), "bench"],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+        ).stdout.strip()
         port, log = bench.free_port(), args.workdir / "maint-server.log"
         server = bench.start_server(run_db, port, args.workers, log)
         stop, out = multiprocessing.Event(), multiprocessing.Queue()
-        clients = [multiprocessing.Process(target=upload_loop, args=(port, ladder, rumble, i, args.seed, stop, out))
-                   for i in range(args.clients)]  # fmt: skip
+        clients = [
+            multiprocessing.Process(target=upload_loop, args=(port, ladder, rumble, i, args.seed, stop, out))
+            for i in range(args.clients)
+        ]
         try:
             for client in clients:
                 client.start()
             time.sleep(args.settle)
             t0 = time.time()
-            done = subprocess.run([sys.executable, "-m", "rumble", "rebuild", "--db", str(run_db), "--game", bench.GAME],
-                                  capture_output=True, text=True, env={**env, "TQDM_DISABLE": "1"})  # fmt: skip
+            done = subprocess.run(
+                [sys.executable, "-m", "rumble", "rebuild", "--db", str(run_db), "--game", bench.GAME],
+                capture_output=True,
+                text=True,
+                env={**env, "TQDM_DISABLE": "1"},
+            )
             t1 = time.time()
-            print(f"rumble rebuild {t1 - t0:.1f} s, exit {done.returncode}: {done.stdout.strip()} {done.stderr.strip()[-300:]}")
+            print(
+                f"rumble rebuild {t1 - t0:.1f} s, exit {done.returncode}: {done.stdout.strip()} {done.stderr.strip()[-300:]}"
+            )
             time.sleep(args.settle)
             t2 = time.time()
             answer = admin_request(port, "POST", "/admin/rollback", token, {"uploader": "bench-0"})
@@ -150,8 +182,10 @@ def main(argv: list[str] | None = None) -> int:
                     break
                 time.sleep(0.2)
             t3 = time.time()
-            print(f"rollback      /admin/rollback of bench-0's {answer.get('battles')} uploads: job {job['state']} after {t3 - t2:.1f} s "
-                  f"{job.get('error') or job.get('result')}")  # fmt: skip
+            print(
+                f"rollback      /admin/rollback of bench-0's {answer.get('battles')} uploads: job {job['state']} after {t3 - t2:.1f} s "
+                f"{job.get('error') or job.get('result')}"
+            )
             time.sleep(1.0)
         finally:
             stop.set()
@@ -162,8 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"uploads       during `rumble rebuild`: {during(rows, t0, t1)}")
         print(f"uploads       during the /admin rollback: {during(rows, t2, t3)}")
         print(f"uploads       over the whole run: {during(rows, 0, float('inf'))}")
-        print(f"rebuild time  aside: {t1 - t0:.1f} s (the whole `rumble rebuild` process) against {old_seconds:.1f} s blocking, "
-              f"measured in this run on the same ladder")  # fmt: skip
+        print(
+            f"rebuild time  aside: {t1 - t0:.1f} s (the whole `rumble rebuild` process) against {old_seconds:.1f} s blocking, "
+            f"measured in this run on the same ladder"
+        )
         if args.check:
             db = store.connect(run_db)
             served = snapshot(db)
@@ -198,7 +234,9 @@ def restore_report(live: Path, copy: Path) -> None:
     finally:
         db.close()
         bench.remove_database(copy)
-    print(f"restore       {size:.0f} MiB: prepared aside in {aside:.1f} s (uploads go on), copied in under the write lock in {locked:.1f} s")
+    print(
+        f"restore       {size:.0f} MiB: prepared aside in {aside:.1f} s (uploads go on), copied in under the write lock in {locked:.1f} s"
+    )
 
 
 if __name__ == "__main__":

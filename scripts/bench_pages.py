@@ -106,11 +106,17 @@ def baseline_ms(path: Path, sql: str, params: tuple, repeat: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--data", type=Path, default=bench_upload.DEFAULT_DATA, help="the LiteRumble snapshot of bench_upload.py")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument(
+        "--data", type=Path, default=bench_upload.DEFAULT_DATA, help="the LiteRumble snapshot of bench_upload.py"
+    )
     parser.add_argument("--bots", type=int, default=1200)
     parser.add_argument("--seed", type=int, default=2023)
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/rumble-bench"), help="bench_upload's cache, and this one's")
+    parser.add_argument(
+        "--workdir", type=Path, default=Path("/tmp/rumble-bench"), help="bench_upload's cache, and this one's"
+    )
     parser.add_argument("--repeat", type=int, default=15, help="timed requests per page")
     parser.add_argument("--rebuild-data", action="store_true", help="rebuild the pages database even if cached")
     args = parser.parse_args(argv)
@@ -125,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     client = app.test_client()
     top = client.get(f"/Rankings?game={GAME}&api=1&limit=2").json
     bot, other = quote_plus(top[0]["name"]), quote_plus(top[1]["name"])
-    print(f"rumble        {GAME}: {len(client.get(f'/Rankings?game={GAME}&api=1').json)} active bots; pages for {top[0]['name']}")
+    print(
+        f"rumble        {GAME}: {len(client.get(f'/Rankings?game={GAME}&api=1').json)} active bots; pages for {top[0]['name']}"
+    )
     g = f"game={GAME}"
     pages = [
         ("home", "/"),
@@ -159,15 +167,24 @@ def main(argv: list[str] | None = None) -> int:
     close_thread_db()
 
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    rid, bot_id = conn.execute("SELECT r.id, b.id FROM rumbles r, bots b WHERE r.name = ? AND b.full_name = ?", (GAME, top[0]["name"])).fetchone()
+    rid, bot_id = conn.execute(
+        "SELECT r.id, b.id FROM rumbles r, bots b WHERE r.name = ? AND b.full_name = ?", (GAME, top[0]["name"])
+    ).fetchone()
     conn.close()
     baselines = {
         "rankings (all 1,200 rows)": baseline_ms(
-            path, "SELECT b.full_name, s.* FROM bot_summaries s JOIN bots b ON b.id = s.bot_id WHERE s.rumble_id = ?", (rid,), args.repeat),
+            path,
+            "SELECT b.full_name, s.* FROM bot_summaries s JOIN bots b ON b.id = s.bot_id WHERE s.rumble_id = ?",
+            (rid,),
+            args.repeat,
+        ),
         "bot details (1,199 pairings)": baseline_ms(
-            path, "SELECT o.full_name, x.* FROM pairings x JOIN bots o ON o.id = x.opponent_id WHERE x.rumble_id = ? AND x.bot_id = ?",
-            (rid, bot_id), args.repeat),
-    }  # fmt: skip
+            path,
+            "SELECT o.full_name, x.* FROM pairings x JOIN bots o ON o.id = x.opponent_id WHERE x.rumble_id = ? AND x.bot_id = ?",
+            (rid, bot_id),
+            args.repeat,
+        ),
+    }
     print(f"\n{'target page':34} {'median ms':>10} {'baseline':>9} {'ratio':>6}   target < {TARGET_MS:.0f} ms")
     for label, base in baselines.items():
         verdict = "met" if results[label] < TARGET_MS else "MISSED"

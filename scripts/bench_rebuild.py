@@ -78,9 +78,12 @@ def measure(db_path: Path, game: str) -> dict:
     rebuild_seconds = time.perf_counter() - start
     db.close()
     return {
-        "battles": replayed, "read": read, "read_seconds": read_seconds, "rebuild_seconds": rebuild_seconds,
+        "battles": replayed,
+        "read": read,
+        "read_seconds": read_seconds,
+        "rebuild_seconds": rebuild_seconds,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }  # fmt: skip
+    }
 
 
 def report(result: dict) -> None:
@@ -90,14 +93,20 @@ def report(result: dict) -> None:
     print(f"battles replayed   {result['battles']:,} in {result['rebuild_seconds']:.1f} s")
     print(f"rebuild            {rebuild_rate:,.0f} battles/s   target >= {TARGET:,}   {verdict}")
     print(f"peak memory        {result['peak_rss_mb']:,.0f} MB resident (the rebuild process)")
-    print(f"baseline           {read_rate:,.0f} battles/s reading the same log, nothing else; rebuild/read = {rebuild_rate / read_rate:.3f}")
+    print(
+        f"baseline           {read_rate:,.0f} battles/s reading the same log, nothing else; rebuild/read = {rebuild_rate / read_rate:.3f}"
+    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=bench_upload.DEFAULT_DATA, help="the 2023 snapshot's folder")
     parser.add_argument("--bots", type=int, default=1200, help="bots in the ladder (the snapshot's, then synthesized)")
-    parser.add_argument("--battles-per-pairing", type=int, default=2, help="battles of every pairing (2 gives 1,438,800)")
+    parser.add_argument(
+        "--battles-per-pairing", type=int, default=2, help="battles of every pairing (2 gives 1,438,800)"
+    )
     parser.add_argument("--seed", type=int, default=2023, help="seed of the sampled scores")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/rumble-bench"), help="where the cached log lives")
     parser.add_argument("--rebuild-data", action="store_true", help="build the log even if it is cached")
@@ -114,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     copy = args.workdir / "rebuild-run.db"
     bench_upload.remove_database(copy)
     shutil.copy(source, copy)
-    child = subprocess.run([sys.executable, __file__, "--measure", str(copy)], stdout=subprocess.PIPE, text=True, check=True)
+    child = subprocess.run(
+        [sys.executable, __file__, "--measure", str(copy)], stdout=subprocess.PIPE, text=True, check=True
+    )
     report(json.loads(child.stdout.strip().splitlines()[-1]))
     bench_upload.remove_database(copy)
     return 0

@@ -168,9 +168,20 @@ def to_battle(
     """The upload for one sampled battle, the higher score first (as the client sorts them)."""
     sides = sorted((Side(a, *figures[:3]), Side(b, *figures[3:])), key=lambda side: -side.score)
     return Battle(
-        rumble.name, "1", CLIENT, rumble.teams, rumble.melee, rumble.rounds, rumble.field, uploader, time_ms,
-        sides[0], sides[1], received_at, "127.0.0.1" if received_at else None,
-    )  # fmt: skip
+        rumble.name,
+        "1",
+        CLIENT,
+        rumble.teams,
+        rumble.melee,
+        rumble.rounds,
+        rumble.field,
+        uploader,
+        time_ms,
+        sides[0],
+        sides[1],
+        received_at,
+        "127.0.0.1" if received_at else None,
+    )
 
 
 def ladder_battles(ladder: Ladder, rumble: RumbleSettings, per_pairing: int, seed: int) -> Iterator[Battle]:
@@ -184,7 +195,9 @@ def ladder_battles(ladder: Ladder, rumble: RumbleSettings, per_pairing: int, see
         a, b = first[lo : lo + CHUNK], second[lo : lo + CHUNK]
         figures = sample_figures(rng, ladder.strength[a] - ladder.strength[b], rumble.rounds).tolist()
         for k, (i, j, row) in enumerate(zip(a.tolist(), b.tolist(), figures, strict=True)):
-            yield to_battle(rumble, ladder.names[i], ladder.names[j], row, start_ms + lo + k, "bench-preload", received_at)
+            yield to_battle(
+                rumble, ladder.names[i], ladder.names[j], row, start_ms + lo + k, "bench-preload", received_at
+            )
 
 
 # --- the cached database ---------------------------------------------------------------------
@@ -235,7 +248,11 @@ def append_ladder(db: store.Store, ladder: Ladder, rumble: RumbleSettings, per_p
     n = len(ladder.names)
     total = n * (n - 1) // 2 * per_pairing
     for battle in tqdm(
-        ladder_battles(ladder, rumble, per_pairing, seed), total=total, desc="append battles", unit="battle", unit_scale=True
+        ladder_battles(ladder, rumble, per_pairing, seed),
+        total=total,
+        desc="append battles",
+        unit="battle",
+        unit_scale=True,
     ):
         a = bots.bot_id(db, battle.first.name, battle.received_at)
         b = bots.bot_id(db, battle.second.name, battle.received_at)
@@ -275,9 +292,13 @@ def ladder_report(path: Path, ladder: Ladder, game: str) -> int:
     real = ladder.real
     diff = np.abs(got[real] - ladder.target_aps[real])
     r = np.corrcoef(got[real], ladder.target_aps[real])[0, 1]
-    print(f"ladder        {n} bots ({real.sum()} from the snapshot, {n - real.sum()} synthesized at APS 50), "
-          f"{complete} with all {n - 1} pairings, {logged:,} battles in the log")  # fmt: skip
-    print(f"APS vs real   mean |diff| {diff.mean():.3f}, max |diff| {diff.max():.3f}, Pearson r {r:.5f} ({real.sum()} real bots)")
+    print(
+        f"ladder        {n} bots ({real.sum()} from the snapshot, {n - real.sum()} synthesized at APS 50), "
+        f"{complete} with all {n - 1} pairings, {logged:,} battles in the log"
+    )
+    print(
+        f"APS vs real   mean |diff| {diff.mean():.3f}, max |diff| {diff.max():.3f}, Pearson r {r:.5f} ({real.sum()} real bots)"
+    )
     return logged
 
 
@@ -423,7 +444,9 @@ def run_load(ladder: Ladder, rumble: RumbleSettings, port: int, args: argparse.N
     with multiprocessing.Pool(args.clients) as pool:
         pending = pool.map_async(run_client, jobs)
         with tqdm(
-            total=round(stop_at - time.time()), desc=f"load ({args.clients} clients)", bar_format="{l_bar}{bar}| {n}/{total} s"
+            total=round(stop_at - time.time()),
+            desc=f"load ({args.clients} clients)",
+            bar_format="{l_bar}{bar}| {n}/{total} s",
         ) as bar:
             while not pending.ready():
                 pending.wait(1.0)
@@ -441,8 +464,15 @@ def new_rows(db: Path, skip: int) -> tuple[list[str], list[tuple], list[str]]:
     conn = sqlite3.connect(db)
     try:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(battles)") if row[1] != "id"]
-        rows = conn.execute(f"SELECT {', '.join(columns)} FROM battles ORDER BY id LIMIT -1 OFFSET ?", (skip,)).fetchall()
-        ddl = [row[0] for row in conn.execute("SELECT sql FROM sqlite_master WHERE tbl_name = 'battles' AND type != 'trigger' AND sql IS NOT NULL")]
+        rows = conn.execute(
+            f"SELECT {', '.join(columns)} FROM battles ORDER BY id LIMIT -1 OFFSET ?", (skip,)
+        ).fetchall()
+        ddl = [
+            row[0]
+            for row in conn.execute(
+                "SELECT sql FROM sqlite_master WHERE tbl_name = 'battles' AND type != 'trigger' AND sql IS NOT NULL"
+            )
+        ]
     finally:
         conn.close()
     return columns, rows, ddl
@@ -482,13 +512,20 @@ def load_report(results: list[ClientResult], args: argparse.Namespace) -> tuple[
     measured = starts >= args.warmup
     rate = (accepted & measured).sum() / args.seconds
     windows = max(1, round(args.seconds / 5))
-    per_window = np.histogram(starts[accepted & measured], bins=windows, range=(args.warmup, args.warmup + args.seconds))[0]
+    per_window = np.histogram(
+        starts[accepted & measured], bins=windows, range=(args.warmup, args.warmup + args.seconds)
+    )[0]
     p50, p99 = np.percentile(latencies[measured], [50, 99]) if measured.any() else (np.nan, np.nan)
     errors = [error for r in results for error in r.errors]
-    print(f"load          {args.clients} client processes, {measured.sum():,} uploads in {args.seconds:g} s "
-          f"(after {(~measured).sum():,} in {args.warmup:g} s of warm-up)")  # fmt: skip
+    print(
+        f"load          {args.clients} client processes, {measured.sum():,} uploads in {args.seconds:g} s "
+        f"(after {(~measured).sum():,} in {args.warmup:g} s of warm-up)"
+    )
     print(f"uploads/s     {rate:9.1f}      target >= {TARGET_RATE:.0f}      {verdict(rate >= TARGET_RATE)}")
-    print(f"  per {args.seconds / windows:g} s      " + " ".join(f"{n / (args.seconds / windows):.0f}" for n in per_window))
+    print(
+        f"  per {args.seconds / windows:g} s      "
+        + " ".join(f"{n / (args.seconds / windows):.0f}" for n in per_window)
+    )
     print(f"latency p50   {p50:9.2f} ms")
     print(f"latency p99   {p99:9.2f} ms   target < {TARGET_P99_MS:.0f} ms     {verdict(p99 < TARGET_P99_MS)}")
     print(f"errors        {len(errors):9d}")
@@ -502,8 +539,10 @@ def cpu_report(server_cpu: float, results: list[ClientResult], args: argparse.Na
     uploads = max(1, sum(len(r.starts) for r in results))
     client_cpu = sum(r.cpu_seconds for r in results)
     span = args.warmup + args.seconds
-    print(f"CPU           server {server_cpu / span:.2f} cores ({1000 * server_cpu / uploads:.2f} ms/upload), clients "
-          f"{client_cpu / span:.2f} cores ({1000 * client_cpu / uploads:.2f} ms/upload), of {os.cpu_count()} cores")  # fmt: skip
+    print(
+        f"CPU           server {server_cpu / span:.2f} cores ({1000 * server_cpu / uploads:.2f} ms/upload), clients "
+        f"{client_cpu / span:.2f} cores ({1000 * client_cpu / uploads:.2f} ms/upload), of {os.cpu_count()} cores"
+    )
 
 
 def bare_report(run_db: Path, preloaded: int, rate: float, workdir: Path) -> None:
@@ -513,8 +552,10 @@ def bare_report(run_db: Path, preloaded: int, rate: float, workdir: Path) -> Non
         print("bare sqlite   n/a (the server logged no rows)")
         return
     bare = bare_insert_rate(workdir / f"bare-{os.getpid()}.db", columns, rows, ddl)
-    print(f"bare sqlite   {bare:9.1f} inserts/s of the same {len(rows):,} rows, one transaction each "
-          f"(WAL, synchronous NORMAL); server/bare = {rate / bare:.3f}")  # fmt: skip
+    print(
+        f"bare sqlite   {bare:9.1f} inserts/s of the same {len(rows):,} rows, one transaction each "
+        f"(WAL, synchronous NORMAL); server/bare = {rate / bare:.3f}"
+    )
 
 
 def consistency_report(run_db: Path, preloaded: int, results: list[ClientResult]) -> bool:
@@ -526,8 +567,10 @@ def consistency_report(run_db: Path, preloaded: int, results: list[ClientResult]
         db.close()
     accepted = sum(sum(r.accepted) for r in results)
     consistent = logged == preloaded + accepted
-    print(f"log           {logged:,} battles = {preloaded:,} preloaded + {accepted:,} OK answers (warm-up included)? "
-          f"{'yes' if consistent else 'NO: ' + f'{logged - preloaded - accepted:+,}'}")  # fmt: skip
+    print(
+        f"log           {logged:,} battles = {preloaded:,} preloaded + {accepted:,} OK answers (warm-up included)? "
+        f"{'yes' if consistent else 'NO: ' + f'{logged - preloaded - accepted:+,}'}"
+    )
     return consistent
 
 
@@ -576,9 +619,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "migrations/*.sql and this script) and the run's copy, server log and bare database go",
     )
     parser.add_argument("--rebuild-data", action="store_true", help="build the ladder database even if it is cached")
-    parser.add_argument("--workers", type=at_least(1), default=min(os.cpu_count() or 2, 8),
-                        help="gunicorn workers of `rumble serve` (its default: one per CPU core)")
-    parser.add_argument("--clients", type=at_least(1), default=8, help="concurrent client processes, one request in flight each")
+    parser.add_argument(
+        "--workers",
+        type=at_least(1),
+        default=min(os.cpu_count() or 2, 8),
+        help="gunicorn workers of `rumble serve` (its default: one per CPU core)",
+    )
+    parser.add_argument(
+        "--clients", type=at_least(1), default=8, help="concurrent client processes, one request in flight each"
+    )
     parser.add_argument("--seconds", type=at_least(1.0, float), default=20.0, help="measured duration of the load")
     parser.add_argument(
         "--warmup",

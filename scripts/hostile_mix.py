@@ -41,8 +41,16 @@ from http.client import HTTPConnection
 from pathlib import Path
 
 import numpy as np
-
-from bench_upload import Ladder, build_database, fit_strengths, free_port, remove_database, sample_figures, to_battle, wait_until_serving
+from bench_upload import (
+    Ladder,
+    build_database,
+    fit_strengths,
+    free_port,
+    remove_database,
+    sample_figures,
+    to_battle,
+    wait_until_serving,
+)
 
 from rumble import settings
 from rumble.protocol.games import load_rumbles
@@ -96,7 +104,9 @@ def ladder_database(workdir: Path, n: int, seed: int) -> Path:
     rumble = load_rumbles(settings.load()["RUMBLES_FILE"])[GAME]
     building = path.with_suffix(".tmp.db")
     build_database(building, synthetic_ladder(n), rumble, 1, seed)
-    subprocess.run([sys.executable, "-m", "rumble", "batch", "--db", str(building)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "rumble", "batch", "--db", str(building)], check=True, stdout=subprocess.DEVNULL
+    )
     Path(f"{building}.lock").unlink(missing_ok=True)
     building.rename(path)
     return path
@@ -110,9 +120,15 @@ def start_server(python: str, db: Path, port: int, log: Path, extra_env: dict[st
     env = {key: value for key, value in os.environ.items() if not key.startswith("RUMBLE_")}
     env.update(extra_env)
     with log.open("wb") as out:
-        server = subprocess.Popen([python, "-m", "rumble", "serve", "--db", str(db), "--port", str(port)],
-                                  stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                  cwd=db.parent, start_new_session=True)  # fmt: skip  (the interpreter's own rumble, not ./rumble)
+        server = subprocess.Popen(
+            [python, "-m", "rumble", "serve", "--db", str(db), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=db.parent,
+            start_new_session=True,
+        )  # (the interpreter's own rumble, not ./rumble)
     return wait_until_serving(server, port, log, stop_server)
 
 
@@ -157,7 +173,9 @@ def open_hostile(kind: str, index: int, address: tuple[str, int], upload: bytes)
     return sock
 
 
-def hold(kind: str, index: int, address: tuple[str, int], upload: bytes, stop_at: float, renew: float, stats: KindStats) -> None:
+def hold(
+    kind: str, index: int, address: tuple[str, int], upload: bytes, stop_at: float, renew: float, stats: KindStats
+) -> None:
     """Keep one hostile connection of ``kind`` open until ``stop_at``, reopening it when the server closes it."""
     for _ in range(MAX_OPENS):
         if time.monotonic() >= stop_at:
@@ -322,13 +340,21 @@ def run_mix(address: tuple[str, int], ladder: Ladder, args: argparse.Namespace) 
     readers = ReaderStats()
     rumble = load_rumbles(settings.load()["RUMBLES_FILE"])[GAME]
     pairs = upload_pairs(ladder, int(args.seconds) + 1, args.seed)
-    sample, _ = battle_body(rumble, pairs[-1], int(time.time() * 1000) - 1000)  # what short-body connections start to send
+    sample, _ = battle_body(
+        rumble, pairs[-1], int(time.time() * 1000) - 1000
+    )  # what short-body connections start to send
     threads = []
     for kind in KINDS:
         for index in range(args.per_kind):
-            threads.append(threading.Thread(target=hold, args=(kind, index, address, sample, stop_at, args.renew, kinds[kind]), daemon=True))
+            threads.append(
+                threading.Thread(
+                    target=hold, args=(kind, index, address, sample, stop_at, args.renew, kinds[kind]), daemon=True
+                )
+            )
     for index in range(args.readers):
-        threads.append(threading.Thread(target=read_exports, args=(index, address, stop_at, args.reader_kb, readers), daemon=True))
+        threads.append(
+            threading.Thread(target=read_exports, args=(index, address, stop_at, args.reader_kb, readers), daemon=True)
+        )
     for thread in threads:
         thread.start()
     uploads: list[Upload] = []
@@ -346,7 +372,9 @@ def run_mix(address: tuple[str, int], ladder: Ladder, args: argparse.Namespace) 
     return summarise(uploads, kinds, readers, args)
 
 
-def summarise(uploads: list[Upload], kinds: dict[str, KindStats], readers: ReaderStats, args: argparse.Namespace) -> dict:
+def summarise(
+    uploads: list[Upload], kinds: dict[str, KindStats], readers: ReaderStats, args: argparse.Namespace
+) -> dict:
     answered = [u.seconds for u in uploads if u.seconds is not None]
     in_time = sum(1 for u in uploads if u.ok and u.seconds is not None and u.seconds <= GOAL_SECONDS)
     return {
@@ -357,56 +385,114 @@ def summarise(uploads: list[Upload], kinds: dict[str, KindStats], readers: Reade
         "p50_s": float(np.percentile(answered, 50)) if answered else None,
         "unanswered": sum(1 for u in uploads if u.seconds is None),
         "errors": [u.error for u in uploads if u.error][:10],
-        "late": [[round(u.started, 1), None if u.seconds is None else round(u.seconds, 2)]
-                 for u in uploads if u.seconds is None or u.seconds > GOAL_SECONDS],  # [sent at (s into the run), took]
-        "hostile": {kind: {"opens": s.opens, "closed_by_server": s.closed_by_server, "connect_failed": s.refused,
-                           "longest_held_s": round(max(s.lifetimes), 1) if s.lifetimes else None}
-                    for kind, s in kinds.items()},  # fmt: skip
-        "readers": {"complete": readers.complete, "busy_503": readers.busy, "failed": readers.failed,
-                    "mean_s": round(float(np.mean(readers.seconds)), 2) if readers.seconds else None,
-                    "bytes": readers.bytes} if args.readers else None,  # fmt: skip
+        "late": [
+            [round(u.started, 1), None if u.seconds is None else round(u.seconds, 2)]
+            for u in uploads
+            if u.seconds is None or u.seconds > GOAL_SECONDS
+        ],  # [sent at (s into the run), took]
+        "hostile": {
+            kind: {
+                "opens": s.opens,
+                "closed_by_server": s.closed_by_server,
+                "connect_failed": s.refused,
+                "longest_held_s": round(max(s.lifetimes), 1) if s.lifetimes else None,
+            }
+            for kind, s in kinds.items()
+        },
+        "readers": {
+            "complete": readers.complete,
+            "busy_503": readers.busy,
+            "failed": readers.failed,
+            "mean_s": round(float(np.mean(readers.seconds)), 2) if readers.seconds else None,
+            "bytes": readers.bytes,
+        }
+        if args.readers
+        else None,
     }
 
 
 def report(result: dict, args: argparse.Namespace, battles: int, n: int, target: str) -> None:
-    print(f"database      {battles:,} battles, {n} bots in {GAME}" + (f" ({args.db})" if args.db else " (every pairing once)"))
+    print(
+        f"database      {battles:,} battles, {n} bots in {GAME}"
+        + (f" ({args.db})" if args.db else " (every pairing once)")
+    )
     print(f"target        {target}{' (nginx in front, TRUSTED_PROXIES=1)' if args.proxy else ''}")
-    print(f"hostile       {args.per_kind * len(KINDS)} connections ({args.per_kind} each: {', '.join(KINDS)}) held {args.seconds:g} s"
-          + (f"; {args.readers} export readers" if args.readers else ""))  # fmt: skip
+    print(
+        f"hostile       {args.per_kind * len(KINDS)} connections ({args.per_kind} each: {', '.join(KINDS)}) held {args.seconds:g} s"
+        + (f"; {args.readers} export readers" if args.readers else "")
+    )
     for kind, figures in result["hostile"].items():
-        print(f"  {kind:<14} opened {figures['opens']}, closed by the server {figures['closed_by_server']}, "
-              f"connect failed {figures['connect_failed']}, longest held {figures['longest_held_s']} s")  # fmt: skip
+        print(
+            f"  {kind:<14} opened {figures['opens']}, closed by the server {figures['closed_by_server']}, "
+            f"connect failed {figures['connect_failed']}, longest held {figures['longest_held_s']} s"
+        )
     if result["readers"]:
         r = result["readers"]
-        print(f"  readers        {r['complete']} complete exports ({r['bytes']:,} bytes, mean {r['mean_s']} s), {r['busy_503']} answered 503, {r['failed']} failed")
-    print(f"server        {result['send_timeouts']} answers cut off after SEND_TIMEOUT_SECONDS without progress (its log)")
+        print(
+            f"  readers        {r['complete']} complete exports ({r['bytes']:,} bytes, mean {r['mean_s']} s), {r['busy_503']} answered 503, {r['failed']} failed"
+        )
+    print(
+        f"server        {result['send_timeouts']} answers cut off after SEND_TIMEOUT_SECONDS without progress (its log)"
+    )
     slowest = "-" if result["slowest_s"] is None else f"{result['slowest_s'] * 1000:.0f} ms"
     p50 = "-" if result["p50_s"] is None else f"{result['p50_s'] * 1000:.0f} ms"
     verdict = "met" if result["share"] >= GOAL_SHARE else "MISSED"
-    print(f"uploads       {result['ok_within_2s']}/{result['uploads']} answered OK within 2 s: {result['share'] * 100:.1f} % "
-          f"(goal >= {GOAL_SHARE * 100:.0f} %: {verdict}); p50 {p50}, slowest {slowest}, unanswered in 10 s {result['unanswered']}")  # fmt: skip
+    print(
+        f"uploads       {result['ok_within_2s']}/{result['uploads']} answered OK within 2 s: {result['share'] * 100:.1f} % "
+        f"(goal >= {GOAL_SHARE * 100:.0f} %: {verdict}); p50 {p50}, slowest {slowest}, unanswered in 10 s {result['unanswered']}"
+    )
     if result["late"]:
-        print("  late: " + ", ".join(f"sent at {at} s took {'-' if took is None else f'{took} s'}" for at, took in result["late"]))
+        print(
+            "  late: "
+            + ", ".join(f"sent at {at} s took {'-' if took is None else f'{took} s'}" for at, took in result["late"])
+        )
     for error in result["errors"]:
         print(f"  error: {error}")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     parser.add_argument("--battles", type=int, default=40_000, help="at least this many battles in the database")
-    parser.add_argument("--db", type=Path, default=None,
-                        help="run on a copy of this database instead (e.g. bench_upload.py's 1,200-bot ladder); uploads pair its roborumble bots")
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=None,
+        help="run on a copy of this database instead (e.g. bench_upload.py's 1,200-bot ladder); uploads pair its roborumble bots",
+    )
     parser.add_argument("--per-kind", type=int, default=16, help="hostile connections of each of the four kinds")
-    parser.add_argument("--seconds", type=float, default=40.0, help="how long the hostile connections are held (one upload a second meanwhile)")
-    parser.add_argument("--ramp", type=float, default=2.0, help="seconds of hostile connections before the first upload")
-    parser.add_argument("--renew", type=float, default=0.0,
-                        help="seconds after which an unread export is requested anew on a new connection (0: held until the run ends)")
-    parser.add_argument("--readers", type=int, default=0, help="clients downloading exports in full meanwhile (issue 11, 1(d))")
-    parser.add_argument("--reader-kb", type=float, default=0.0, help="the readers' speed in KB/s (0: as fast as they can)")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=40.0,
+        help="how long the hostile connections are held (one upload a second meanwhile)",
+    )
+    parser.add_argument(
+        "--ramp", type=float, default=2.0, help="seconds of hostile connections before the first upload"
+    )
+    parser.add_argument(
+        "--renew",
+        type=float,
+        default=0.0,
+        help="seconds after which an unread export is requested anew on a new connection (0: held until the run ends)",
+    )
+    parser.add_argument(
+        "--readers", type=int, default=0, help="clients downloading exports in full meanwhile (issue 11, 1(d))"
+    )
+    parser.add_argument(
+        "--reader-kb", type=float, default=0.0, help="the readers' speed in KB/s (0: as fast as they can)"
+    )
     parser.add_argument("--proxy", action="store_true", help="run nginx in front of the server (TRUSTED_PROXIES=1)")
-    parser.add_argument("--python", default=sys.executable, help="the interpreter that runs `-m rumble serve` (another checkout's venv to compare)")
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the interpreter that runs `-m rumble serve` (another checkout's venv to compare)",
+    )
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/rumble-hostile"), help="the cached database, the run's copy and logs")
+    parser.add_argument(
+        "--workdir", type=Path, default=Path("/tmp/rumble-hostile"), help="the cached database, the run's copy and logs"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object on the last line")
     args = parser.parse_args(argv)
     if not (0 <= args.per_kind <= 256 and 1 <= args.seconds <= 600 and 0 <= args.readers <= 16 and args.battles >= 1):

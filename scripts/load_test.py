@@ -79,8 +79,13 @@ def start(db: Path, workers: int) -> Server:
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "rumble", "serve", "--db", str(db), "--port", str(port), "--workers", str(workers)],
-            cwd=REPO, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True,
-        )  # fmt: skip
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
     server = Server(db, port, process, log)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -131,7 +136,12 @@ def kill(server: Server) -> list[int]:
 def request(server: Server, method: str, path: str, body: bytes) -> tuple[int, str]:
     conn = HTTPConnection(*server.host, timeout=30)
     try:
-        conn.request(method, path, body=body, headers={"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "Java/17"})
+        conn.request(
+            method,
+            path,
+            body=body,
+            headers={"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "Java/17"},
+        )
         response = conn.getresponse()
         return response.status, response.read().decode("utf-8", "replace")
     finally:
@@ -152,11 +162,21 @@ def make_uploads(client: int, count: int, bots: int, seed: int, now_ms: int) -> 
         total = rng.randint(3000, 7000)
         first = rng.randint(total // 5, total * 4 // 5)
         firsts = rng.randint(5, 30)
-        uploads.append(Battle(
-            game=GAME, version="1", client="1.9.3.9", teams=False, melee=False, rounds=35, field="800x600",
-            uploader=f"load-client-{client}", time_ms=now_ms - 1000 * client - n - 1,
-            first=Side(a, first, first // 3, firsts), second=Side(b, total - first, (total - first) // 3, 35 - firsts),
-        ))  # fmt: skip
+        uploads.append(
+            Battle(
+                game=GAME,
+                version="1",
+                client="1.9.3.9",
+                teams=False,
+                melee=False,
+                rounds=35,
+                field="800x600",
+                uploader=f"load-client-{client}",
+                time_ms=now_ms - 1000 * client - n - 1,
+                first=Side(a, first, first // 3, firsts),
+                second=Side(b, total - first, (total - first) // 3, 35 - firsts),
+            )
+        )
     return uploads
 
 
@@ -321,8 +341,13 @@ def load_phase(directory: Path, clients: int, uploads: int, bots: int, workers: 
     assert figures["stored"] == len(distinct(runs)), figures
     log = check_log(db, distinct(runs), exactly=True)
     replayed = check_rebuild(db)
-    return {**figures, **log, "rebuild_replayed": replayed, "seconds": round(timing["seconds"], 1),
-            "uploads_per_s": round(figures["uploads"] / timing["seconds"], 1)}  # fmt: skip
+    return {
+        **figures,
+        **log,
+        "rebuild_replayed": replayed,
+        "seconds": round(timing["seconds"], 1),
+        "uploads_per_s": round(figures["uploads"] / timing["seconds"], 1),
+    }
 
 
 def crash_phase(directory: Path, clients: int, uploads: int, bots: int, workers: int, seed: int) -> dict:
@@ -350,8 +375,10 @@ def crash_phase(directory: Path, clients: int, uploads: int, bots: int, workers:
     final = check_log(db, distinct(runs), exactly=True)
     replayed = check_rebuild(db)
     return {
-        "killed_pids": len(timing["pids"]), "killed_after_oks": timing["after_oks"],
-        "answered_ok_before_kill": len(answered), "log_rows_after_restart": after_crash["log_rows"],
+        "killed_pids": len(timing["pids"]),
+        "killed_after_oks": timing["after_oks"],
+        "answered_ok_before_kill": len(answered),
+        "log_rows_after_restart": after_crash["log_rows"],
         "connection_errors_around_kill": sum(before["errors"].values()),
         # stored counts "received" answers: an upload committed just before the kill whose answer was
         # lost is answered "already received" when resent, so the log may hold more than that.
@@ -362,7 +389,9 @@ def crash_phase(directory: Path, clients: int, uploads: int, bots: int, workers:
 def admin_post(server: Server, path: str, token: str, body: bytes) -> tuple[int, str]:
     conn = HTTPConnection(*server.host, timeout=300)
     try:
-        conn.request("POST", path, body=body, headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        conn.request(
+            "POST", path, body=body, headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        )
         response = conn.getresponse()
         return response.status, response.read().decode()
     finally:
@@ -393,8 +422,13 @@ def rollback_phase(directory: Path, clients: int, uploads: int, bots: int, worke
     import json
 
     db = directory / "rollback.db"
-    made = subprocess.run([sys.executable, "-m", "rumble", "admin", "create-token", "--db", str(db), "loadtest"],
-                          cwd=REPO, capture_output=True, text=True, check=True)  # fmt: skip
+    made = subprocess.run(
+        [sys.executable, "-m", "rumble", "admin", "create-token", "--db", str(db), "loadtest"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     token = made.stdout.strip()
     now_ms = int(time.time() * 1000)
     runs = [ClientRun(make_uploads(c, uploads, bots, seed + 2, now_ms)) for c in range(clients)]
@@ -410,7 +444,9 @@ def rollback_phase(directory: Path, clients: int, uploads: int, bots: int, worke
                 oks[0] += 1
                 count = oks[0]
             if count == clients * uploads // 2:
-                status, text = admin_post(server, "/admin/rollback", token, json.dumps({"uploader": "load-client-0"}).encode())
+                status, text = admin_post(
+                    server, "/admin/rollback", token, json.dumps({"uploader": "load-client-0"}).encode()
+                )
                 rolled.update(status=status, **json.loads(text), after_oks=count)
 
         threads = [threading.Thread(target=run_client, args=(run, server, stop_event, on_ok)) for run in runs]
@@ -440,9 +476,15 @@ def rollback_phase(directory: Path, clients: int, uploads: int, bots: int, worke
     assert job["state"] == "done" and unflagged["battles"] == job["result"]["battles"] == removed, job
     check_log(db, distinct(runs), exactly=True)
     replayed = check_rebuild(db)
-    return {"rolled_back_after_oks": rolled["after_oks"], "rolled_back": rolled["battles"], "log_rows": after_rollback["log_rows"],
-            "unflagged": unflagged["battles"], "rebuild_replayed_at_end": replayed, **{k: v for k, v in summary(runs).items() if k != "errors"},
-            "errors": summary(runs)["errors"]}  # fmt: skip
+    return {
+        "rolled_back_after_oks": rolled["after_oks"],
+        "rolled_back": rolled["battles"],
+        "log_rows": after_rollback["log_rows"],
+        "unflagged": unflagged["battles"],
+        "rebuild_replayed_at_end": replayed,
+        **{k: v for k, v in summary(runs).items() if k != "errors"},
+        "errors": summary(runs)["errors"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -454,17 +496,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--skip-crash", action="store_true")
     parser.add_argument("--skip-rollback", action="store_true")
-    parser.add_argument("--dir", type=Path, default=None, help="where the databases go (default: a temporary directory)")
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="where the databases go (default: a temporary directory)"
+    )
     args = parser.parse_args(argv)
     with contextlib.ExitStack() as stack:
         directory = args.dir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         directory.mkdir(parents=True, exist_ok=True)
-        print(f"load: {args.clients} clients x {args.uploads} uploads, {args.bots} bots, {args.workers} workers", flush=True)
-        print("load:", load_phase(directory, args.clients, args.uploads, args.bots, args.workers, args.seed), flush=True)
+        print(
+            f"load: {args.clients} clients x {args.uploads} uploads, {args.bots} bots, {args.workers} workers",
+            flush=True,
+        )
+        print(
+            "load:", load_phase(directory, args.clients, args.uploads, args.bots, args.workers, args.seed), flush=True
+        )
         if not args.skip_crash:
-            print("crash:", crash_phase(directory, args.clients, args.uploads, args.bots, args.workers, args.seed), flush=True)
+            print(
+                "crash:",
+                crash_phase(directory, args.clients, args.uploads, args.bots, args.workers, args.seed),
+                flush=True,
+            )
         if not args.skip_rollback:
-            print("rollback:", rollback_phase(directory, args.clients, args.uploads, args.bots, args.workers, args.seed), flush=True)
+            print(
+                "rollback:",
+                rollback_phase(directory, args.clients, args.uploads, args.bots, args.workers, args.seed),
+                flush=True,
+            )
     print("all checks passed")
     return 0
 

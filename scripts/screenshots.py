@@ -22,8 +22,17 @@ from urllib.parse import quote_plus
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--hide-scrollbars")  # fmt: skip
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+)
 BOT, OTHER = "demo.Aurora 2.1", "sample.Walls 0.9b"
 PAGES = [
     ("home", "/", 1900),
@@ -41,8 +50,14 @@ PAGES = [
 
 
 def rumble(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "rumble", *args], cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "rumble", *args],
+        cwd=REPO,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 def free_port() -> int:
@@ -67,8 +82,20 @@ def wait_until_up(url: str, server: subprocess.Popen, seconds: float = 30.0) -> 
 def screenshot(url: str, path: Path, height: int, width: int) -> None:
     profile = tempfile.mkdtemp(prefix="rumble-shot-")
     try:
-        subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}", f"--screenshot={path}", url],
-                       check=True, timeout=120, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [
+                CHROMIUM,
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                f"--screenshot={path}",
+                url,
+            ],
+            check=True,
+            timeout=120,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     finally:
         shutil.rmtree(profile, ignore_errors=True)
 
@@ -87,10 +114,13 @@ def main(argv: list[str] | None = None) -> int:
         rumble("batch", "--db", db)
         port = free_port()
         server = subprocess.Popen(
-            [sys.executable, "-m", "rumble", "serve", "--db", db, "--port", str(port), "--workers", "1"], cwd=REPO,
+            [sys.executable, "-m", "rumble", "serve", "--db", db, "--port", str(port), "--workers", "1"],
+            cwd=REPO,
             env={**os.environ, "PYTHONPATH": str(REPO), "RUMBLE_BATCH_INTERVAL_MINUTES": "0"},
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             base = f"http://127.0.0.1:{port}"
             wait_until_up(base + "/", server)

@@ -80,7 +80,9 @@ RATINGS_LINE = re.compile(r"^[^=\n]+=-?[0-9.e+-]+,\d+,\d{4}-\d\d-\d\d \d\d:\d\d:
 
 def encode(params: dict[str, bytes | str]) -> str:
     """A query string or form body with every value percent-encoded from its bytes."""
-    return "&".join(f"{quote(k)}={quote_from_bytes(v if isinstance(v, bytes) else v.encode(), safe='')}" for k, v in params.items())
+    return "&".join(
+        f"{quote(k)}={quote_from_bytes(v if isinstance(v, bytes) else v.encode(), safe='')}" for k, v in params.items()
+    )
 
 
 def path_for(rule, values: dict) -> str:

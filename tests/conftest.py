@@ -58,10 +58,18 @@ def battle(
     """A valid 1v1 roborumble result (the captured one of protocol.md 7.1 by default), fought now
     by the test's clock unless ``time_ms`` says when."""
     values = dict(
-        game=game, version="1", client="1.9.3.9", teams=False, melee=False, rounds=35, field="800x600",
-        uploader="Jane Doe", time_ms=_clock.now_ms() if time_ms is None else time_ms,
-        first=Side(first, scores[0], scores[0] // 2, firsts[0]), second=Side(second, scores[1], scores[1] // 2, firsts[1]),
-    )  # fmt: skip
+        game=game,
+        version="1",
+        client="1.9.3.9",
+        teams=False,
+        melee=False,
+        rounds=35,
+        field="800x600",
+        uploader="Jane Doe",
+        time_ms=_clock.now_ms() if time_ms is None else time_ms,
+        first=Side(first, scores[0], scores[0] // 2, firsts[0]),
+        second=Side(second, scores[1], scores[1] // 2, firsts[1]),
+    )
     values.update(fields)
     return Battle(**values)
 
@@ -137,7 +145,9 @@ def post_upload(client, body, **kwargs) -> tuple[UploadOutcome, str]:
         body = format_upload(body)
     decided: list[UploadOutcome] = []
     with upload_decided.connected_to(lambda app, outcome: decided.append(outcome), sender=client.application):
-        response = client.post("/UploadedResults", data=body, content_type="application/x-www-form-urlencoded", **kwargs)
+        response = client.post(
+            "/UploadedResults", data=body, content_type="application/x-www-form-urlencoded", **kwargs
+        )
     assert response.status_code == 200, response.get_data(as_text=True)
     (outcome,) = decided
     return outcome, response.get_data(as_text=True)

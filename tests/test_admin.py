@@ -7,7 +7,9 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from conftest import battle, maintainer_token as _token, audit_rows as _audit
+from conftest import audit_rows as _audit
+from conftest import battle
+from conftest import maintainer_token as _token
 
 from rumble import store
 from rumble.app import create_app
@@ -18,11 +20,22 @@ from rumble.store import admin as admin_store
 from rumble.store.tables import snapshot
 
 ADMIN_URLS = [
-    ("GET", "/admin"), ("POST", "/admin/retire"), ("POST", "/admin/restore"), ("POST", "/admin/logout"),
-    ("GET", "/admin/flagged"), ("GET", "/admin/removals"), ("GET", "/admin/failures"), ("POST", "/admin/rebuild"), ("POST", "/admin/batch"),
-    ("POST", "/admin/clients"), ("POST", "/admin/rumble-settings"), ("POST", "/admin/flag"), ("POST", "/admin/unflag"), ("POST", "/admin/rollback"),
+    ("GET", "/admin"),
+    ("POST", "/admin/retire"),
+    ("POST", "/admin/restore"),
+    ("POST", "/admin/logout"),
+    ("GET", "/admin/flagged"),
+    ("GET", "/admin/removals"),
+    ("GET", "/admin/failures"),
+    ("POST", "/admin/rebuild"),
+    ("POST", "/admin/batch"),
+    ("POST", "/admin/clients"),
+    ("POST", "/admin/rumble-settings"),
+    ("POST", "/admin/flag"),
+    ("POST", "/admin/unflag"),
+    ("POST", "/admin/rollback"),
     ("GET", "/admin/jobs"),
-]  # fmt: skip
+]
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 BOTS = ["a.Alpha 1.0", "b.Beta 1.0", "c.Gamma 1.0", "d.Delta 1.0"]
 
@@ -60,8 +73,12 @@ def _rebuilt_equals_online(app) -> None:
 
 def test_the_list_of_admin_urls_above_is_every_admin_url_but_the_login(app):
     """A new /admin URL must join ADMIN_URLS, and so every refusal test below."""
-    found = {(method, rule.rule) for rule in app.url_map.iter_rules() if rule.rule.startswith("/admin")
-             for method in rule.methods - {"HEAD", "OPTIONS"}}  # fmt: skip
+    found = {
+        (method, rule.rule)
+        for rule in app.url_map.iter_rules()
+        if rule.rule.startswith("/admin")
+        for method in rule.methods - {"HEAD", "OPTIONS"}
+    }
     assert found - {("GET", "/admin/login"), ("POST", "/admin/login")} == set(ADMIN_URLS)
 
 
@@ -69,7 +86,9 @@ def test_the_login_redirects_only_within_admin(app, client):
     token = _token(app)
     page = client.get("/admin/login").get_data(as_text=True)
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-    response = client.post("/admin/login", data={"token": token, "csrf_token": csrf, "next": "https://evil.example/admin"})
+    response = client.post(
+        "/admin/login", data={"token": token, "csrf_token": csrf, "next": "https://evil.example/admin"}
+    )
     assert response.status_code == 303 and response.headers["Location"] == "/admin"
 
 
@@ -98,7 +117,9 @@ def test_every_admin_url_refuses_a_wrong_token(app, client, method, url, header)
 def test_every_admin_url_refuses_a_revoked_token(app, client, method, url):
     token = _token(app)
     assert client.get("/admin", headers=_bearer(token)).status_code == 200
-    revoked = CliRunner().invoke(cli, ["admin", "revoke", "--db", app.config["RUMBLE"]["DB"], "alice"], env={"RUMBLE_ADMIN_TOKEN": token})
+    revoked = CliRunner().invoke(
+        cli, ["admin", "revoke", "--db", app.config["RUMBLE"]["DB"], "alice"], env={"RUMBLE_ADMIN_TOKEN": token}
+    )
     assert revoked.exit_code == 0
     assert client.open(url, method=method, headers=_bearer(token)).status_code == 401
 
@@ -156,7 +177,9 @@ def test_a_revoked_token_ends_its_sessions(app, client):
     token = _token(app)
     _login(client, token)
     assert client.get("/admin", headers=BROWSER).status_code == 200
-    CliRunner().invoke(cli, ["admin", "revoke", "--db", app.config["RUMBLE"]["DB"], "alice"], env={"RUMBLE_ADMIN_TOKEN": token})
+    CliRunner().invoke(
+        cli, ["admin", "revoke", "--db", app.config["RUMBLE"]["DB"], "alice"], env={"RUMBLE_ADMIN_TOKEN": token}
+    )
     assert client.get("/admin", headers=BROWSER).status_code == 302
 
 
@@ -165,7 +188,9 @@ def test_a_browser_post_needs_the_sessions_csrf_token(app, client, upload):
     _login(client, _token(app))
     response = client.post("/admin/retire", data={"game": "roborumble", "name": BOTS[0]}, headers=BROWSER)
     assert response.status_code == 403
-    response = client.post("/admin/retire", data={"game": "roborumble", "name": BOTS[0], "csrf_token": _csrf(client)}, headers=BROWSER)
+    response = client.post(
+        "/admin/retire", data={"game": "roborumble", "name": BOTS[0], "csrf_token": _csrf(client)}, headers=BROWSER
+    )
     assert response.status_code == 303
     assert BOTS[0] not in {r["name"] for r in client.get("/Rankings?game=roborumble&api=1").json}
     assert _audit(app)[0]["details"]["via"] == "session"
@@ -199,7 +224,12 @@ def test_restore_revives_a_retired_bot_and_equals_a_rebuild(app, client, upload)
     _rebuilt_equals_online(app)
     upload(battle(BOTS[2], BOTS[3], (4000, 2000)))  # the worker's copy knows it is active again
     _rebuilt_equals_online(app)
-    assert client.post("/admin/restore", data={"game": "roborumble", "name": BOTS[2]}, headers=_bearer(token)).json["changed"] is False
+    assert (
+        client.post("/admin/restore", data={"game": "roborumble", "name": BOTS[2]}, headers=_bearer(token)).json[
+            "changed"
+        ]
+        is False
+    )
 
 
 def test_an_unknown_bot_or_game_is_404_and_audited(app, client, upload):
@@ -209,15 +239,19 @@ def test_an_unknown_bot_or_game_is_404_and_audited(app, client, upload):
         response = client.post("/admin/retire", data={"game": game, "name": name}, headers=_bearer(token))
         assert response.status_code == 404 and response.json["changed"] is False
     assert [r["details"]["error"] for r in _audit(app)] == [
-        "no bot 'a.Alpha 1.0' in rumble 'meleerumble'", "no bot 'a.Alpha 1.0' in rumble 'nosuch'", "no bot 'no.Such 1.0' in rumble 'roborumble'",
-    ]  # fmt: skip
+        "no bot 'a.Alpha 1.0' in rumble 'meleerumble'",
+        "no bot 'a.Alpha 1.0' in rumble 'nosuch'",
+        "no bot 'no.Such 1.0' in rumble 'roborumble'",
+    ]
 
 
 def test_the_audit_page_lists_newest_first_and_escapes(app, client, upload):
     _ladder(upload)
     token = _token(app)
     client.post("/admin/retire", data={"game": "roborumble", "name": BOTS[0]}, headers=_bearer(token))
-    client.post("/admin/retire", data={"game": "roborumble", "name": "<script>alert(1)</script>"}, headers=_bearer(token))
+    client.post(
+        "/admin/retire", data={"game": "roborumble", "name": "<script>alert(1)</script>"}, headers=_bearer(token)
+    )
     html = client.get("/admin", headers=_bearer(token)).get_data(as_text=True)
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     audit = html.split("<h2>Audit log</h2>")[1]  # (the retired bot is also listed above, under Recent retirements)
@@ -234,7 +268,9 @@ def test_the_secret_key_is_per_database_and_shared_by_every_app_on_it(app, tmp_p
 
 
 def _cli(db: str, *args: str, token: str = ""):
-    return CliRunner().invoke(cli, ["admin", *args[:1], "--db", db, *args[1:]], catch_exceptions=False, env={"RUMBLE_ADMIN_TOKEN": token})
+    return CliRunner().invoke(
+        cli, ["admin", *args[:1], "--db", db, *args[1:]], catch_exceptions=False, env={"RUMBLE_ADMIN_TOKEN": token}
+    )
 
 
 def test_create_token_list_and_revoke_on_the_command_line(app, client):
@@ -260,7 +296,9 @@ def test_create_token_list_and_revoke_on_the_command_line(app, client):
     assert "revoked" in _cli(db, "list", token=bob).output
     assert client.get("/admin", headers=_bearer(token)).status_code == 401
     assert _cli(db, "list", token=token).exit_code == 1  # a revoked token no longer works here either
-    assert _cli(db, "revoke", "alice", token=bob).exit_code == 1 and _cli(db, "revoke", "carol", token=bob).exit_code == 1
+    assert (
+        _cli(db, "revoke", "alice", token=bob).exit_code == 1 and _cli(db, "revoke", "carol", token=bob).exit_code == 1
+    )
     fresh = _cli(db, "create-token", "alice", token=bob).output.strip()  # a revoked maintainer gets a new token
     assert client.get("/admin", headers=_bearer(fresh)).status_code == 200
     assert client.get("/admin", headers=_bearer(token)).status_code == 401
@@ -290,12 +328,19 @@ def test_every_admin_command_refuses_without_a_token_once_a_maintainer_exists(ap
     _ladder(upload)
     token = _token(app)
     backup = tmp_path / "copy.db"
-    assert CliRunner().invoke(cli, ["backup", "--db", db, str(backup)], env={"RUMBLE_ADMIN_TOKEN": token}).exit_code == 0
+    assert (
+        CliRunner().invoke(cli, ["backup", "--db", db, str(backup)], env={"RUMBLE_ADMIN_TOKEN": token}).exit_code == 0
+    )
     arguments = {
-        "admin create-token": ["bob"], "admin revoke": ["alice"], "admin list": [],
-        "admin flag": ["--uploader", "Jane Doe"], "admin rollback": ["--uploader", "Jane Doe"], "admin unflag": ["--uploader", "Jane Doe"],
-        "backup": [str(tmp_path / "other.db")], "restore": ["--yes", str(backup)],
-    }  # fmt: skip
+        "admin create-token": ["bob"],
+        "admin revoke": ["alice"],
+        "admin list": [],
+        "admin flag": ["--uploader", "Jane Doe"],
+        "admin rollback": ["--uploader", "Jane Doe"],
+        "admin unflag": ["--uploader", "Jane Doe"],
+        "backup": [str(tmp_path / "other.db")],
+        "restore": ["--yes", str(backup)],
+    }
     assert set(arguments) == {f"admin {name}" for name in admin_group.commands} | {"backup", "restore"}
     conn = store.connect(db)
     before = snapshot(conn), conn.execute("SELECT count(*) FROM audit_log").fetchone()[0], admin_store.maintainers(conn)
@@ -307,7 +352,11 @@ def test_every_admin_command_refuses_without_a_token_once_a_maintainer_exists(ap
             assert "token" in result.output and "Jane" not in result.output
     assert not (tmp_path / "other.db").exists()
     conn = store.connect(db)
-    assert (snapshot(conn), conn.execute("SELECT count(*) FROM audit_log").fetchone()[0], admin_store.maintainers(conn)) == before
+    assert (
+        snapshot(conn),
+        conn.execute("SELECT count(*) FROM audit_log").fetchone()[0],
+        admin_store.maintainers(conn),
+    ) == before
     assert conn.execute("SELECT count(*) FROM battles WHERE state != 'ok'").fetchone()[0] == 0
     conn.close()
 

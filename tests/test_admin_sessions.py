@@ -7,7 +7,7 @@ import hashlib
 import re
 import shutil
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
@@ -58,7 +58,9 @@ def _rows(app, sql: str) -> list[tuple]:
 
 
 def _cli(app, *args: str, token: str = ""):
-    return CliRunner().invoke(cli, ["admin", args[0], "--db", app.config["RUMBLE"]["DB"], *args[1:]], env={"RUMBLE_ADMIN_TOKEN": token})
+    return CliRunner().invoke(
+        cli, ["admin", args[0], "--db", app.config["RUMBLE"]["DB"], *args[1:]], env={"RUMBLE_ADMIN_TOKEN": token}
+    )
 
 
 @pytest.fixture
@@ -79,16 +81,26 @@ def test_a_cookie_replayed_after_logout_is_refused_and_nothing_is_done_or_audite
     _ladder(upload)
     _login(client, maintainer_token(app))
     csrf = _form_csrf(client, "/admin")
-    assert client.post("/admin/retire", data={"game": "roborumble", "name": BOTS[0], "csrf_token": csrf}, headers=BROWSER).status_code == 303
+    assert (
+        client.post(
+            "/admin/retire", data={"game": "roborumble", "name": BOTS[0], "csrf_token": csrf}, headers=BROWSER
+        ).status_code
+        == 303
+    )
     old_cookie = client.get_cookie("rumble_admin", path="/admin").value
     assert client.post("/admin/logout", data={"csrf_token": csrf}, headers=BROWSER).status_code == 303
     before = audit_rows(app)
     assert [r["action"] for r in before] == ["logout", "retire", "login"]
     client.set_cookie("rumble_admin", old_cookie, path="/admin")  # an attacker who kept the cookie
-    response = client.post("/admin/restore", data={"game": "roborumble", "name": BOTS[0], "csrf_token": csrf}, headers=BROWSER)
+    response = client.post(
+        "/admin/restore", data={"game": "roborumble", "name": BOTS[0], "csrf_token": csrf}, headers=BROWSER
+    )
     assert response.status_code == 302 and response.headers["Location"] == "/admin/login?next=/admin/restore"
     client.set_cookie("rumble_admin", old_cookie, path="/admin")
-    assert client.post("/admin/restore", data={"game": "roborumble", "name": BOTS[0], "csrf_token": csrf}).status_code == 401
+    assert (
+        client.post("/admin/restore", data={"game": "roborumble", "name": BOTS[0], "csrf_token": csrf}).status_code
+        == 401
+    )
     assert BOTS[0] not in _active(client)  # the restore was not executed
     assert audit_rows(app) == before  # nor audited
     assert _rows(app, "SELECT maintainer, ended_why FROM admin_sessions") == [("alice", "logout")]
@@ -102,7 +114,9 @@ def test_revoke_ends_a_live_session_at_once_and_a_new_token_does_not_revive_it(a
     assert _cli(app, "revoke", "alice", token=bob).exit_code == 0
     assert _cli(app, "create-token", "alice", token=bob).exit_code == 0  # alice gets a new token
     before = audit_rows(app)
-    response = client.post("/admin/retire", data={"game": "roborumble", "name": BOTS[1], "csrf_token": csrf}, headers=BROWSER)
+    response = client.post(
+        "/admin/retire", data={"game": "roborumble", "name": BOTS[1], "csrf_token": csrf}, headers=BROWSER
+    )
     assert response.status_code == 302 and response.headers["Location"].startswith("/admin/login")
     assert BOTS[1] in _active(client) and audit_rows(app) == before
     # ended by the revocation itself, not found dead at the next request
@@ -114,30 +128,43 @@ def test_revoke_ends_a_live_session_at_once_and_a_new_token_does_not_revive_it(a
 def test_a_failed_login_is_logged_with_its_address_and_never_the_token(app, client):
     token = maintainer_token(app)
     wrong = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")  # alice's id, a wrong secret
-    start = datetime.now(timezone.utc) - timedelta(seconds=1)
+    start = datetime.now(UTC) - timedelta(seconds=1)
     response = _login(client, wrong, environ_base={"REMOTE_ADDR": ATTACKER})
     assert response.status_code == 401 and "That token is not valid." in response.get_data(as_text=True)
     [(at, addr, kind, tried, path)] = _rows(app, "SELECT at, remote_addr, kind, tried, path FROM admin_failures")
     public_id = token.split("_")[1]
-    assert (addr, kind, tried, path) == (ATTACKER, "login", f"token id {public_id} (maintainer alice): wrong secret", "/admin/login")
-    assert start <= datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc) <= datetime.now(timezone.utc)
+    assert (addr, kind, tried, path) == (
+        ATTACKER,
+        "login",
+        f"token id {public_id} (maintainer alice): wrong secret",
+        "/admin/login",
+    )
+    assert start <= datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=UTC) <= datetime.now(UTC)
     assert wrong[len("rmb_") + 17 :] not in tried
     assert _rows(app, "SELECT count(*) FROM audit_log") == [(0,)]
 
 
-@pytest.mark.parametrize("header, tried", [
-    ("Bearer rmb_0123456789abcdef_" + "x" * 43, "token id 0123456789abcdef: no valid token has this id"),
-    ("Bearer an-old-token-without-any-id", "a token without an id (27 characters; tokens made before migration 0012 must be re-issued)"),
-    ("Bearer rmb_short", "a malformed rmb_ token (9 characters)"),
-    ("Bearer ", "an empty Bearer token"),
-    ("Basic YWxpY2U6eA==", "an Authorization header of scheme Basic"),
-    ("rmb_0123456789abcdef_" + "s" * 43, "an Authorization header of scheme not 'Bearer <token>'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "header, tried",
+    [
+        ("Bearer rmb_0123456789abcdef_" + "x" * 43, "token id 0123456789abcdef: no valid token has this id"),
+        (
+            "Bearer an-old-token-without-any-id",
+            "a token without an id (27 characters; tokens made before migration 0012 must be re-issued)",
+        ),
+        ("Bearer rmb_short", "a malformed rmb_ token (9 characters)"),
+        ("Bearer ", "an empty Bearer token"),
+        ("Basic YWxpY2U6eA==", "an Authorization header of scheme Basic"),
+        ("rmb_0123456789abcdef_" + "s" * 43, "an Authorization header of scheme not 'Bearer <token>'"),
+    ],
+)
 def test_a_bad_bearer_token_is_logged_with_its_address_and_shown_on_admin(app, client, header, tried):
     token = maintainer_token(app)
     response = client.get("/admin/flagged", headers={"Authorization": header}, environ_base={"REMOTE_ADDR": ATTACKER})
     assert response.status_code == 401
-    assert _rows(app, "SELECT remote_addr, kind, tried, path FROM admin_failures") == [(ATTACKER, "bearer", tried, "/admin/flagged")]
+    assert _rows(app, "SELECT remote_addr, kind, tried, path FROM admin_failures") == [
+        (ATTACKER, "bearer", tried, "/admin/flagged")
+    ]
     listed = client.get("/admin/failures", headers=_bearer(token)).json
     assert [(f["remote_addr"], f["kind"], f["tried"]) for f in listed] == [(ATTACKER, "bearer", tried)]
     page = client.get("/admin", headers=_bearer(token)).get_data(as_text=True)
@@ -154,17 +181,26 @@ def test_over_the_limit_an_address_gets_429_and_no_scrypt_runs(app, client, scry
     for _ in range(3):
         assert client.get("/admin", headers=wrong, environ_base=attacker).status_code == 401
     assert len(scrypt_calls) == 3  # one per attempt while under the limit
-    expected = ("Too many failed maintainer logins or tokens from your address (3 in the last hour). "
-                "Nothing was checked or done; try again in an hour.")  # fmt: skip
+    expected = (
+        "Too many failed maintainer logins or tokens from your address (3 in the last hour). "
+        "Nothing was checked or done; try again in an hour."
+    )
     for headers in (wrong, _bearer(token)):  # beyond it, even the right token is not checked
         response = client.get("/admin", headers=headers, environ_base=attacker)
-        assert (response.status_code, response.mimetype, response.get_data(as_text=True)) == (429, "text/plain", expected)
+        assert (response.status_code, response.mimetype, response.get_data(as_text=True)) == (
+            429,
+            "text/plain",
+            expected,
+        )
         assert response.headers["Retry-After"] == "3600"
     csrf = _form_csrf(client, "/admin/login")
     response = client.post("/admin/login", data={"token": token, "csrf_token": csrf}, environ_base=attacker)
     assert response.status_code == 429 and expected in response.get_data(as_text=True)
     assert len(scrypt_calls) == 3  # none since the limit
-    assert _rows(app, "SELECT kind, count(*) FROM admin_failures GROUP BY kind ORDER BY kind") == [("bearer", 3), ("limited", 1)]
+    assert _rows(app, "SELECT kind, count(*) FROM admin_failures GROUP BY kind ORDER BY kind") == [
+        ("bearer", 3),
+        ("limited", 1),
+    ]
     assert client.get("/admin", headers=_bearer(token), environ_base={"REMOTE_ADDR": "198.51.100.7"}).status_code == 200
 
 
@@ -219,8 +255,13 @@ def test_migration_0012_revokes_the_tokens_without_an_id_and_audits_it(tmp_path)
         shutil.copy(path, old / path.name)
     db = store.connect(tmp_path / "r.db", migrate=False)
     migrate(db, old)
-    db.execute("INSERT INTO maintainers (name, token_hash, created_at) VALUES ('alice', ?, '2026-01-01 00:00:00.000')", (hash_token("old"),))
-    db.execute("INSERT INTO maintainers (name, token_hash, created_at, revoked_at) VALUES ('bob', 'x', '2026-01-01', '2026-01-02')")
+    db.execute(
+        "INSERT INTO maintainers (name, token_hash, created_at) VALUES ('alice', ?, '2026-01-01 00:00:00.000')",
+        (hash_token("old"),),
+    )
+    db.execute(
+        "INSERT INTO maintainers (name, token_hash, created_at, revoked_at) VALUES ('bob', 'x', '2026-01-01', '2026-01-02')"
+    )
     assert "0012_admin_sessions" in migrate(db, MIGRATIONS_DIR)
     rows = db.execute("SELECT name, token_id, revoked_at FROM maintainers ORDER BY name").fetchall()
     assert [(name, public_id) for name, public_id, _ in rows] == [("alice", None), ("bob", None)]

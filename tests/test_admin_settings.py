@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 
 from admin_jobs import post_and_wait
-from conftest import battle, maintainer_token as _token, audit_rows as _audit, post_upload
+from conftest import audit_rows as _audit
+from conftest import battle, post_upload
+from conftest import maintainer_token as _token
 
 from rumble import store
 from rumble.app import create_app
@@ -44,10 +46,16 @@ def test_rebuild_from_admin_replays_the_log_and_is_audited(app, client, upload):
     assert snapshot(db) == before
     assert db.execute("SELECT generation FROM rumbles WHERE name = 'roborumble'").fetchone()[0] == generation + 1
     everything, job = post_and_wait(client, "/admin/rebuild", auth, json={})
-    assert everything["games"] == ["roborumble"] and job["result"]["replayed"] == {"roborumble": 3}  # only the rumbles with battles
+    assert everything["games"] == ["roborumble"] and job["result"]["replayed"] == {
+        "roborumble": 3
+    }  # only the rumbles with battles
     assert client.post("/admin/rebuild", json={"game": "nosuch"}, headers=auth).status_code == 400
     db.close()
-    assert [(r["action"], r["details"]["game"]) for r in _audit(app)] == [("rebuild", "nosuch"), ("rebuild", "roborumble"), ("rebuild", "roborumble")]
+    assert [(r["action"], r["details"]["game"]) for r in _audit(app)] == [
+        ("rebuild", "nosuch"),
+        ("rebuild", "roborumble"),
+        ("rebuild", "roborumble"),
+    ]
 
 
 def test_the_batch_runs_from_admin_and_is_audited(app, client, upload):
@@ -78,10 +86,17 @@ def test_the_client_whitelist_is_edited_in_the_database_and_shared(app, client, 
         refused = client.post("/admin/clients", json={"clients": bad}, headers=auth)
         assert refused.status_code == 400 and refused.json["error"]
     assert client.post("/admin/clients", json={"reset": "1"}, headers=auth).json["accepted_clients"] == ["1.9.3.9"]
-    assert _refusal(upload(battle(*BOTS[:2], (3100, 2500), (20, 15), client="1.9.3.8"))).startswith("CLIENT NOT SUPPORTED")
+    assert _refusal(upload(battle(*BOTS[:2], (3100, 2500), (20, 15), client="1.9.3.8"))).startswith(
+        "CLIENT NOT SUPPORTED"
+    )
     actions = [(r["action"], r["details"].get("after"), "error" in r["details"]) for r in reversed(_audit(app))]
-    assert actions == [("set-clients", ["1.9.3.9", "1.9.3.8"], False), ("set-clients", None, True), ("set-clients", None, True),
-                       ("set-clients", None, True), ("set-clients", ["1.9.3.9"], False)]  # fmt: skip
+    assert actions == [
+        ("set-clients", ["1.9.3.9", "1.9.3.8"], False),
+        ("set-clients", None, True),
+        ("set-clients", None, True),
+        ("set-clients", None, True),
+        ("set-clients", ["1.9.3.9"], False),
+    ]
     close_thread_db()
 
 
@@ -95,7 +110,9 @@ def test_rumble_settings_are_edited_in_the_database_and_rounds_only_while_the_lo
     assert post(game="twinduel", key="rounds", value="50").json["value"] == 50
     fifty = battle(*BOTS[:2], (3000, 2500), (30, 20), game="twinduel", rounds=50, field="800x800", teams=True)
     assert upload(fifty).kind is Kind.ACCEPTED
-    assert "rounds must be 50" in _refusal(upload(battle(*BOTS[:2], (3000, 2500), (40, 35), game="twinduel", rounds=75, field="800x800", teams=True)))
+    assert "rounds must be 50" in _refusal(
+        upload(battle(*BOTS[:2], (3000, 2500), (40, 35), game="twinduel", rounds=75, field="800x800", teams=True))
+    )
     # Now it has battles: its rounds are frozen, its field is not.
     frozen = post(game="twinduel", key="rounds", value="75")
     assert frozen.status_code == 400 and "already has battles" in frozen.json["error"]
@@ -118,9 +135,16 @@ def test_rumble_settings_are_edited_in_the_database_and_rounds_only_while_the_lo
     assert rows["twinduel"]["rounds"] == 50 and rows["roborumble"]["field"] == "800x600"
     page = client.get("/admin", headers=auth).get_data(as_text=True)
     assert re.search(r"<td>twinduel</td><td class=\"num\">50</td>", page)
-    entries = [(r["details"]["game"], r["details"]["key"], r["details"].get("before"), r["details"].get("after")) for r in reversed(_audit(app))
-               if "error" not in r["details"]]  # fmt: skip
-    assert entries == [("twinduel", "rounds", 75, 50), ("roborumble", "field", "800x600", "1000x1000"), ("roborumble", "field", "1000x1000", "800x600")]
+    entries = [
+        (r["details"]["game"], r["details"]["key"], r["details"].get("before"), r["details"].get("after"))
+        for r in reversed(_audit(app))
+        if "error" not in r["details"]
+    ]
+    assert entries == [
+        ("twinduel", "rounds", 75, 50),
+        ("roborumble", "field", "800x600", "1000x1000"),
+        ("roborumble", "field", "1000x1000", "800x600"),
+    ]
     close_thread_db()
 
 
@@ -131,7 +155,11 @@ def test_a_browser_sets_the_whitelist_with_its_csrf_token(app, client):
     client.post("/admin/login", data={"token": token, "csrf_token": csrf, "next": "/admin"})
     page = client.get("/admin", headers={"Accept": "text/html"}).get_data(as_text=True)
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-    assert client.post("/admin/clients", data={"clients": "1.9.3.8"}, headers={"Accept": "text/html"}).status_code == 403
-    response = client.post("/admin/clients", data={"clients": "1.9.3.8", "csrf_token": csrf}, headers={"Accept": "text/html"})
+    assert (
+        client.post("/admin/clients", data={"clients": "1.9.3.8"}, headers={"Accept": "text/html"}).status_code == 403
+    )
+    response = client.post(
+        "/admin/clients", data={"clients": "1.9.3.8", "csrf_token": csrf}, headers={"Accept": "text/html"}
+    )
     assert response.status_code == 303
     assert "Accepted clients: 1.9.3.8." in client.get("/admin", headers={"Accept": "text/html"}).get_data(as_text=True)

@@ -39,10 +39,19 @@ def test_a_token_reads_rmb_id_secret_and_its_id_is_the_part_after_rmb():
     assert len({token_id(new_token()) for _ in range(50)}) == 50
 
 
-@pytest.mark.parametrize("presented", [
-    "", "rmb_", "rmb_0123456789abcdef_short", "rmb_0123456789ABCDEF_" + "a" * 43, "rmb_0123456789abcdef_" + "a" * 44,
-    "x" + new_token(), new_token() + "\n", "an old token without an id",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "presented",
+    [
+        "",
+        "rmb_",
+        "rmb_0123456789abcdef_short",
+        "rmb_0123456789ABCDEF_" + "a" * 43,
+        "rmb_0123456789abcdef_" + "a" * 44,
+        "x" + new_token(),
+        new_token() + "\n",
+        "an old token without an id",
+    ],
+)
 def test_anything_but_the_exact_form_has_no_id(presented):
     assert token_id(presented) is None
 
@@ -56,7 +65,9 @@ def test_describing_a_token_never_reveals_its_secret():
 
 
 def test_a_session_id_is_stored_as_its_sha256():
-    assert session_hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # FIPS 180-2, appendix B.1
+    assert (
+        session_hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    )  # FIPS 180-2, appendix B.1
 
 
 def test_a_malformed_stored_hash_never_verifies():

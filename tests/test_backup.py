@@ -87,8 +87,10 @@ def test_backup_is_one_snapshot_while_writes_go_on(app, upload, tmp_path, monkey
     def write_meanwhile(done: int, total: int) -> None:
         steps.append(done)
         with store.write(writer):
-            writer.execute("INSERT INTO bots (full_name, package, class_name, version, created_at) VALUES (?, 'x', 'Y', ?, 'now')",
-                           (f"x.Y {len(steps)}", str(len(steps))))  # fmt: skip
+            writer.execute(
+                "INSERT INTO bots (full_name, package, class_name, version, created_at) VALUES (?, 'x', 'Y', ?, 'now')",
+                (f"x.Y {len(steps)}", str(len(steps))),
+            )
 
     backup_store.backup(db, tmp_path / "copy.db", write_meanwhile)
     assert len(steps) > 10 and steps == sorted(steps)  # never restarted

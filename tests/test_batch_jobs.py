@@ -31,7 +31,10 @@ def rid(db) -> int:
 
 def retire(client, name: str) -> None:
     body = f"version=1&game=roborumble&name={name}&dummy=NA"
-    assert client.post("/RemoveOldParticipant", data=body, content_type="application/x-www-form-urlencoded").status_code == 200
+    assert (
+        client.post("/RemoveOldParticipant", data=body, content_type="application/x-www-form-urlencoded").status_code
+        == 200
+    )
 
 
 def test_matrix_holds_each_pairing_aps_of_the_active_bots_in_id_order(db):
@@ -211,15 +214,23 @@ def test_batch_elo_is_fitted_to_pairing_win_rates_not_aps(app, upload):
     report = jobs.run_rumble(db, "roborumble", ("batch_elo",))
     db.close()
     assert matrix.names == ["a.A 1", "a.B 1", "a.C 1"]
-    np.testing.assert_array_equal(matrix.wins, np.array([[np.nan, 70.0, 50.0], [30.0, np.nan, 50.0], [50.0, 50.0, np.nan]]))
+    np.testing.assert_array_equal(
+        matrix.wins, np.array([[np.nan, 70.0, 50.0], [30.0, np.nan, 50.0], [50.0, 50.0, np.nan]])
+    )
     assert matrix.d[0, 1] == pytest.approx(40.75, abs=1e-9)  # APS says B is ahead of A
     scores = report.ranked.ranks["batch_elo"].scores
+
     def excess(half_gap: float) -> float:
         e = lambda x: 1.0 / (1.0 + 10.0 ** (-x / 400.0))  # noqa: E731
         return (0.7 + 0.5) - (e(2 * half_gap) + e(half_gap))
+
     lo, hi = 0.0, 400.0
     for _ in range(200):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
-    assert scores.tolist() == [pytest.approx(1500 + lo, abs=1e-6), pytest.approx(1500 - lo, abs=1e-6), pytest.approx(1500.0, abs=1e-6)]
+    assert scores.tolist() == [
+        pytest.approx(1500 + lo, abs=1e-6),
+        pytest.approx(1500 - lo, abs=1e-6),
+        pytest.approx(1500.0, abs=1e-6),
+    ]
     assert report.ranked.ranks["batch_elo"].ranks.tolist() == [1, 3, 2]

@@ -71,9 +71,11 @@ def test_a_missing_pairing_is_an_empty_cell_and_a_bot_without_any_is_listed_unra
     text = ",A,B,C\nA,,60,\nB,40,,\nC,,,\n"
     result = invoke("rank", "--matrix", write(tmp_path, text), "--method", "copeland", "--json")
     rows = json.loads(result.output)
-    assert rows == [{"name": "A", "copeland_rank": 1, "copeland_score": 1.0},
-                    {"name": "B", "copeland_rank": 2, "copeland_score": 0.0},
-                    {"name": "C", "copeland_rank": None, "copeland_score": None}]  # fmt: skip
+    assert rows == [
+        {"name": "A", "copeland_rank": 1, "copeland_score": 1.0},
+        {"name": "B", "copeland_rank": 2, "copeland_score": 0.0},
+        {"name": "C", "copeland_rank": None, "copeland_score": None},
+    ]
 
 
 @pytest.mark.parametrize(
@@ -90,9 +92,19 @@ def test_a_missing_pairing_is_an_empty_cell_and_a_bot_without_any_is_listed_unra
         (",A,B\nA,,nan\nB,40,\n", "'nan' is not a finite number"),
         (",A,\nA,,60\n,40,\n", "line 1: column 3 has no name"),
     ],
-    ids=["empty", "ragged", "not-a-number", "unknown-row", "duplicate-row", "count", "duplicate-name",
-         "negative", "nan", "no-name"],
-)  # fmt: skip
+    ids=[
+        "empty",
+        "ragged",
+        "not-a-number",
+        "unknown-row",
+        "duplicate-row",
+        "count",
+        "duplicate-name",
+        "negative",
+        "nan",
+        "no-name",
+    ],
+)
 def test_malformed_matrix_file_is_refused_with_where_and_why(tmp_path, text, message):
     result = invoke("rank", "--matrix", write(tmp_path, text))
     assert result.exit_code == 1

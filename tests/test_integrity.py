@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
-from click.testing import CliRunner
 from admin_jobs import post_and_wait, wait_for_all
-from conftest import battle, maintainer_token as _token, audit_rows as _audit, post_upload
+from click.testing import CliRunner
+from conftest import audit_rows as _audit
+from conftest import battle, post_upload
+from conftest import maintainer_token as _token
 
 from rumble import store
 from rumble.cli import cli
@@ -34,7 +36,14 @@ def _season(app, client, now: int) -> dict[str, list]:
     for i, a in enumerate(BOTS):
         for b in BOTS[i + 1 :]:
             for k in range(2):
-                r = battle(a, b, (3000 + 250 * i + 40 * k, 2600 + 30 * k), (20, 15), time_ms=now - (n := n + 1), uploader="Jane")
+                r = battle(
+                    a,
+                    b,
+                    (3000 + 250 * i + 40 * k, 2600 + 30 * k),
+                    (20, 15),
+                    time_ms=now - (n := n + 1),
+                    uploader="Jane",
+                )
                 assert _send(client, r, "10.0.0.1") is Kind.ACCEPTED
                 sent["Jane"].append(r)
             r = battle(a, b, (100, 6000), (0, 35), time_ms=now - (n := n + 1), uploader="Mallory")
@@ -150,7 +159,11 @@ def test_flag_by_remote_address_time_range_and_client_version(app, client, clock
     assert html.count("10.6.6.6") >= 10
     # A rollback takes flagged battles too; flagging again finds nothing left in state ok.
     assert post_and_wait(client, "/admin/flag", auth, json={"remote_addr": "10.6.6.6"})[1]["result"]["battles"] == 0
-    assert post_and_wait(client, "/admin/rollback", auth, json={"client": "1.9.3.8"})[1]["result"]["battles"] == len(sent["Bob"]) == 2
+    assert (
+        post_and_wait(client, "/admin/rollback", auth, json={"client": "1.9.3.8"})[1]["result"]["battles"]
+        == len(sent["Bob"])
+        == 2
+    )
     assert _states(app)["Bob"] == {"removed": 2}
     _fresh_rebuild_equals_tables(app)
     # A time range: everything received from the first battle on, until far in the future.
@@ -169,7 +182,9 @@ def test_flag_by_remote_address_time_range_and_client_version(app, client, clock
     bobs = [row[0] for row in db.execute("SELECT id FROM battles WHERE uploader = 'Bob' ORDER BY id")]
     db.close()
     assert post_and_wait(client, "/admin/flag", auth, json={"ids": bobs})[1]["result"]["battles"] == 2
-    assert post_and_wait(client, "/admin/unflag", auth, json={"ids": f"{bobs[0]}, {bobs[1]}"})[1]["result"]["battles"] == 2
+    assert (
+        post_and_wait(client, "/admin/unflag", auth, json={"ids": f"{bobs[0]}, {bobs[1]}"})[1]["result"]["battles"] == 2
+    )
     _fresh_rebuild_equals_tables(app)
 
 
@@ -177,20 +192,31 @@ def test_a_dry_run_counts_and_changes_nothing(app, client, clock):
     _season(app, client, clock.now_ms())
     token = _token(app)
     before = _fresh_rebuild_equals_tables(app)
-    response = client.post("/admin/rollback", json={"uploader": "Mallory", "dry_run": True}, headers={"Authorization": f"Bearer {token}"})
-    assert response.json == {"action": "rollback", "dry_run": True, "battles": 10, "per_rumble": {"roborumble": 10}, "replayed": {}}
+    response = client.post(
+        "/admin/rollback", json={"uploader": "Mallory", "dry_run": True}, headers={"Authorization": f"Bearer {token}"}
+    )
+    assert response.json == {
+        "action": "rollback",
+        "dry_run": True,
+        "battles": 10,
+        "per_rumble": {"roborumble": 10},
+        "replayed": {},
+    }
     assert _states(app)["Mallory"] == {"ok": 10} and _fresh_rebuild_equals_tables(app) == before
 
 
-@pytest.mark.parametrize("fields, reason", [
-    ({}, "give at least one of"),
-    ({"game": "roborumble"}, "give at least one of"),
-    ({"uploader": "Mallory", "game": "nosuch"}, "no rumble called 'nosuch'"),
-    ({"since": "yesterday"}, "since must be a date or time"),
-    ({"until": "2026-13-01"}, "until must be a date or time"),
-    ({"since": "2026-11-22", "until": "2026-11-21"}, "since must come before until"),
-    ({"ids": "1, two"}, "battle ids must be whole numbers"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "fields, reason",
+    [
+        ({}, "give at least one of"),
+        ({"game": "roborumble"}, "give at least one of"),
+        ({"uploader": "Mallory", "game": "nosuch"}, "no rumble called 'nosuch'"),
+        ({"since": "yesterday"}, "since must be a date or time"),
+        ({"until": "2026-13-01"}, "until must be a date or time"),
+        ({"since": "2026-11-22", "until": "2026-11-21"}, "since must come before until"),
+        ({"ids": "1, two"}, "battle ids must be whole numbers"),
+    ],
+)
 def test_unusable_criteria_are_refused_with_the_reason_and_change_nothing(app, client, fields, reason, clock):
     _season(app, client, clock.now_ms())
     token = _token(app)
@@ -215,7 +241,9 @@ def test_a_browser_form_rolls_back_with_its_csrf_token(app, client, clock):
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
     assert client.post("/admin/rollback", data={"uploader": "Mallory"}, headers=browser).status_code == 403
     assert _states(app)["Mallory"] == {"ok": 10}
-    response = client.post("/admin/rollback", data={"uploader": "Mallory", "game": "", "csrf_token": csrf}, headers=browser)
+    response = client.post(
+        "/admin/rollback", data={"uploader": "Mallory", "game": "", "csrf_token": csrf}, headers=browser
+    )
     assert response.status_code == 303
     wait_for_all(app.config["RUMBLE"]["DB"])
     assert _states(app)["Mallory"] == {"removed": 10}
@@ -227,13 +255,20 @@ def test_the_command_line_rolls_back_with_a_token_and_is_audited(app, client, cl
     db = app.config["RUMBLE"]["DB"]
     token = _token(app)
     runner = CliRunner()
-    refused = runner.invoke(cli, ["admin", "rollback", "--db", db, "--uploader", "Mallory"], env={"RUMBLE_ADMIN_TOKEN": ""})
+    refused = runner.invoke(
+        cli, ["admin", "rollback", "--db", db, "--uploader", "Mallory"], env={"RUMBLE_ADMIN_TOKEN": ""}
+    )
     assert refused.exit_code == 1 and "needs a maintainer token" in refused.output
     assert _states(app)["Mallory"] == {"ok": 10}
-    dry = runner.invoke(cli, ["admin", "rollback", "--db", db, "--uploader", "Mallory", "--dry-run"], env={"RUMBLE_ADMIN_TOKEN": token})
+    dry = runner.invoke(
+        cli, ["admin", "rollback", "--db", db, "--uploader", "Mallory", "--dry-run"], env={"RUMBLE_ADMIN_TOKEN": token}
+    )
     assert dry.exit_code == 0 and "would change 10 battles" in dry.output and _states(app)["Mallory"] == {"ok": 10}
-    done = runner.invoke(cli, ["admin", "rollback", "--db", db, "--remote-addr", "10.6.6.6", "--game", "roborumble"],
-                         env={"RUMBLE_ADMIN_TOKEN": token})  # fmt: skip
+    done = runner.invoke(
+        cli,
+        ["admin", "rollback", "--db", db, "--remote-addr", "10.6.6.6", "--game", "roborumble"],
+        env={"RUMBLE_ADMIN_TOKEN": token},
+    )
     assert done.exit_code == 0, done.output
     assert "changed 10 battles" in done.output and _states(app)["Mallory"] == {"removed": 10}
     _fresh_rebuild_equals_tables(app)
@@ -241,7 +276,9 @@ def test_the_command_line_rolls_back_with_a_token_and_is_audited(app, client, cl
     assert (entry["who"], entry["action"], entry["battles"]) == ("alice", "rollback", len(sent["Mallory"]))
     bad = runner.invoke(cli, ["admin", "unflag", "--db", db, "--since", "soon"], env={"RUMBLE_ADMIN_TOKEN": token})
     assert bad.exit_code == 2 and "since must be a date or time" in bad.output
-    back = runner.invoke(cli, ["admin", "unflag", "--db", db, "--uploader", "Mallory"], env={"RUMBLE_ADMIN_TOKEN": token})
+    back = runner.invoke(
+        cli, ["admin", "unflag", "--db", db, "--uploader", "Mallory"], env={"RUMBLE_ADMIN_TOKEN": token}
+    )
     assert back.exit_code == 0 and _states(app)["Mallory"] == {"ok": 10}
 
 
@@ -264,7 +301,9 @@ def test_another_workers_copy_reloads_after_a_rollback(app, client, clock):
     try:
         assert upload_on_b(BOTS[1], BOTS[2], (3500, 3000), 7) is Kind.ACCEPTED
         _fresh_rebuild_equals_tables(app)
-        answer, _ = post_and_wait(client, "/admin/rollback", {"Authorization": f"Bearer {token}"}, json={"uploader": "Mallory"})
+        answer, _ = post_and_wait(
+            client, "/admin/rollback", {"Authorization": f"Bearer {token}"}, json={"uploader": "Mallory"}
+        )
         assert answer["battles"] == 10
         assert upload_on_b(BOTS[0], BOTS[3], (3600, 3000), 9) is Kind.ACCEPTED
         _fresh_rebuild_equals_tables(app)
@@ -282,19 +321,38 @@ def test_rolling_back_the_battle_that_revived_a_bot_retires_it_again(app, client
     n = 0
     for i, x in enumerate((a, b, c, d)):
         for y in (a, b, c, d)[i + 1 :]:
-            assert _send(client, battle(x, y, (3000 + 100 * i, 2500), (20, 15), time_ms=now - (n := n + 1), uploader="Jane")) is Kind.ACCEPTED
+            assert (
+                _send(
+                    client, battle(x, y, (3000 + 100 * i, 2500), (20, 15), time_ms=now - (n := n + 1), uploader="Jane")
+                )
+                is Kind.ACCEPTED
+            )
     retire = "version=1&game=roborumble&name=c.Gamma_1.0&dummy=NA\n"
-    assert client.post("/RemoveOldParticipant", data=retire).get_data(as_text=True) == "OK. c.Gamma 1.0 retired from roborumble\n"
-    assert _send(client, battle(c, a, (5000, 1000), (30, 5), time_ms=now - (n := n + 1), uploader="Mallory"), "10.6.6.6") is Kind.ACCEPTED
+    assert (
+        client.post("/RemoveOldParticipant", data=retire).get_data(as_text=True)
+        == "OK. c.Gamma 1.0 retired from roborumble\n"
+    )
+    assert (
+        _send(client, battle(c, a, (5000, 1000), (30, 5), time_ms=now - (n := n + 1), uploader="Mallory"), "10.6.6.6")
+        is Kind.ACCEPTED
+    )
     token = _token(app)
     post_and_wait(client, "/admin/rollback", {"Authorization": f"Bearer {token}"}, json={"uploader": "Mallory"})
     db = _db(app)
-    (active,) = db.execute("SELECT p.active FROM participants p JOIN bots b ON b.id = p.bot_id WHERE b.full_name = ?", (c,)).fetchone()
+    (active,) = db.execute(
+        "SELECT p.active FROM participants p JOIN bots b ON b.id = p.bot_id WHERE b.full_name = ?", (c,)
+    ).fetchone()
     db.close()
     assert active == 0
     _fresh_rebuild_equals_tables(app)
     for x, y in ((a, b), (b, d)):
-        assert _send(client, battle(x, y, (3300, 2500), (20, 15), time_ms=now - (n := n + 1), uploader="Jane")) is Kind.ACCEPTED
+        assert (
+            _send(client, battle(x, y, (3300, 2500), (20, 15), time_ms=now - (n := n + 1), uploader="Jane"))
+            is Kind.ACCEPTED
+        )
     _fresh_rebuild_equals_tables(app)
-    assert client.post("/RemoveOldParticipant", data=retire).get_data(as_text=True) == "OK. c.Gamma 1.0 was already retired from roborumble\n"
+    assert (
+        client.post("/RemoveOldParticipant", data=retire).get_data(as_text=True)
+        == "OK. c.Gamma 1.0 was already retired from roborumble\n"
+    )
     _fresh_rebuild_equals_tables(app)

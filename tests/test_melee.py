@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from conftest import battle
@@ -21,8 +21,8 @@ from rumble.ingest import apply_battle
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
 from rumble.rebuild import rebuild_rumble
-from rumble.store.integrity import set_state_of
 from rumble.store import melee as melee_rows
+from rumble.store.integrity import set_state_of
 from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot
 
@@ -37,11 +37,16 @@ def epoch(clock):
     minute after it."""
     global T0, START
     T0 = clock.now_ms() - 3_600_000
-    START = datetime.fromtimestamp(T0 / 1000 + 60, timezone.utc).replace(tzinfo=None)
+    START = datetime.fromtimestamp(T0 / 1000 + 60, UTC).replace(tzinfo=None)
 
 
-def melee_pairs(scores: dict[str, int], time_ms: int, uploader: str = "Jane Doe", game: str = "meleerumble",
-                priority: tuple[str, str] | None = None) -> list[Battle]:  # fmt: skip
+def melee_pairs(
+    scores: dict[str, int],
+    time_ms: int,
+    uploader: str = "Jane Doe",
+    game: str = "meleerumble",
+    priority: tuple[str, str] | None = None,
+) -> list[Battle]:
     """The pair uploads of one melee battle as the client makes them (protocol.md 7.5): for i < j
     over the final ranking, each pair with both bots' whole-battle figures; only the pairs of the two
     ``priority`` bots for a prioritized battle; ``time`` a millisecond apart every few pairs."""
@@ -51,8 +56,19 @@ def melee_pairs(scores: dict[str, int], time_ms: int, uploader: str = "Jane Doe"
     for i, first in enumerate(ranked):
         for second in ranked[i + 1 :]:
             if priority is None or first in priority or second in priority:
-                pairs.append(replace(battle(game=game, melee=True, field="1000x1000", uploader=uploader,
-                                            time_ms=time_ms + len(pairs) // 20), first=sides[first], second=sides[second]))  # fmt: skip
+                pairs.append(
+                    replace(
+                        battle(
+                            game=game,
+                            melee=True,
+                            field="1000x1000",
+                            uploader=uploader,
+                            time_ms=time_ms + len(pairs) // 20,
+                        ),
+                        first=sides[first],
+                        second=sides[second],
+                    )
+                )
     return pairs
 
 
@@ -80,16 +96,33 @@ def battles_of(db, game: str = "meleerumble") -> list[dict]:
     """Each reassembled battle: its state, pairs, late pairs and {bot name: (score, rank)}."""
     rid = rumble_id(db, game)
     result = []
-    for row in db.execute("SELECT id, state, pairs, late_pairs, closed_by FROM melee_battles WHERE rumble_id = ? ORDER BY id", (rid,)):
-        bots = db.execute("SELECT b.full_name, e.score, e.rank FROM melee_entries e JOIN bots b ON b.id = e.bot_id "
-                          "WHERE e.melee_battle_id = ?", (row[0],)).fetchall()  # fmt: skip
-        result.append(dict(id=row[0], state=row[1], pairs=row[2], late=row[3], closed_by=row[4], bots={n: (s, r) for n, s, r in bots}))
+    for row in db.execute(
+        "SELECT id, state, pairs, late_pairs, closed_by FROM melee_battles WHERE rumble_id = ? ORDER BY id", (rid,)
+    ):
+        bots = db.execute(
+            "SELECT b.full_name, e.score, e.rank FROM melee_entries e JOIN bots b ON b.id = e.bot_id "
+            "WHERE e.melee_battle_id = ?",
+            (row[0],),
+        ).fetchall()
+        result.append(
+            dict(
+                id=row[0],
+                state=row[1],
+                pairs=row[2],
+                late=row[3],
+                closed_by=row[4],
+                bots={n: (s, r) for n, s, r in bots},
+            )
+        )
     return result
 
 
 def melee_ratings(db, game: str = "meleerumble") -> dict[str, tuple[float, float, int, float]]:
-    rows = db.execute("SELECT b.full_name, m.mu, m.sigma, m.battles, m.xonstat FROM melee_ratings m JOIN bots b ON b.id = m.bot_id "
-                      "WHERE m.rumble_id = ?", (rumble_id(db, game),)).fetchall()  # fmt: skip
+    rows = db.execute(
+        "SELECT b.full_name, m.mu, m.sigma, m.battles, m.xonstat FROM melee_ratings m JOIN bots b ON b.id = m.bot_id "
+        "WHERE m.rumble_id = ?",
+        (rumble_id(db, game),),
+    ).fetchall()
     return {row[0]: tuple(row[1:]) for row in rows}
 
 
@@ -129,7 +162,11 @@ def test_shuffled_interleaved_battles_are_each_rated_once(db, upload):
     battles, 45 pairs each, rated once each, in the order their last pair arrived."""
     rng = random.Random(3)
     scores = [random_scores(rng) for _ in range(3)]
-    pairs = [melee_pairs(scores[0], T0), melee_pairs(scores[1], T0 + 30_000), melee_pairs(scores[2], T0 + 5, uploader="Joe")]
+    pairs = [
+        melee_pairs(scores[0], T0),
+        melee_pairs(scores[1], T0 + 30_000),
+        melee_pairs(scores[2], T0 + 5, uploader="Joe"),
+    ]
     tagged = [(k, p) for k, battle_pairs in enumerate(pairs) for p in battle_pairs]
     rng.shuffle(tagged)
     for _, pair in tagged:
@@ -138,7 +175,9 @@ def test_shuffled_interleaved_battles_are_each_rated_once(db, upload):
         assert upload(pair).kind is Kind.DUPLICATE
     found = battles_of(db)
     assert len(found) == 3
-    assert all(b["state"] == "rated" and b["pairs"] == 45 and b["late"] == 0 and b["closed_by"] == "complete" for b in found)
+    assert all(
+        b["state"] == "rated" and b["pairs"] == 45 and b["late"] == 0 and b["closed_by"] == "complete" for b in found
+    )
     assert sorted(tuple(sorted(b["bots"])) for b in found) == sorted(tuple(sorted(s)) for s in scores)
     for b in found:
         (original,) = [s for s in scores if set(s) == set(b["bots"])]
@@ -182,7 +221,12 @@ def test_a_prioritized_battle_is_rated_at_its_17th_pair_with_every_bot_it_named(
     assert [(b["state"], b["pairs"]) for b in battles_of(db)] == [("open", 16)]
     send(db, pairs[-1:])
     (first,) = battles_of(db)
-    assert (first["state"], first["pairs"], first["closed_by"], set(first["bots"])) == ("rated", 17, "prioritized", set(scores))
+    assert (first["state"], first["pairs"], first["closed_by"], set(first["bots"])) == (
+        "rated",
+        17,
+        "prioritized",
+        set(scores),
+    )
     assert_ratings(melee_ratings(db), expected_ratings([scores]))
 
 
@@ -199,7 +243,12 @@ def test_a_prioritized_battle_of_the_two_best_waits_for_the_timeout(db):
     assert [b["state"] for b in battles_of(db)] == ["open", "open"]
     send(db, stamped(later[1:2], melee.TIMEOUT_S))
     first, second = battles_of(db)
-    assert (first["state"], first["pairs"], first["closed_by"], set(first["bots"])) == ("rated", 17, "timeout", set(scores))
+    assert (first["state"], first["pairs"], first["closed_by"], set(first["bots"])) == (
+        "rated",
+        17,
+        "timeout",
+        set(scores),
+    )
     assert second["state"] == "open"
     assert_ratings(melee_ratings(db), expected_ratings([scores]))
 
@@ -218,7 +267,12 @@ def test_a_sweep_rates_a_battle_nothing_follows_and_is_replayed(db, app):
     with store.write(db):
         (rated,) = melee.sweep(db, rid, at(melee.TIMEOUT_S))
     (battle,) = battles_of(db)
-    assert (battle["id"], battle["state"], battle["closed_by"], set(battle["bots"])) == (rated, "rated", "timeout", set(scores))
+    assert (battle["id"], battle["state"], battle["closed_by"], set(battle["bots"])) == (
+        rated,
+        "rated",
+        "timeout",
+        set(scores),
+    )
     last = db.execute("SELECT max(id) FROM battles").fetchone()[0]
     assert db.execute("SELECT after_battle_id, swept_at FROM melee_sweeps").fetchall() == [(last, at(melee.TIMEOUT_S))]
     send(db, stamped(melee_pairs(random_scores(rng), T0 + 900_000)[:3], 900))
@@ -226,8 +280,9 @@ def test_a_sweep_rates_a_battle_nothing_follows_and_is_replayed(db, app):
     with store.write(db):
         rebuild_rumble(db, "meleerumble", 35, min_battles=3)
     assert melee_rows.dump(db, rid) == online
-    assert_ratings(melee_ratings(db), expected_ratings([scores]) | {
-        n: v for n, v in melee_ratings(db).items() if n not in scores})  # fmt: skip
+    assert_ratings(
+        melee_ratings(db), expected_ratings([scores]) | {n: v for n, v in melee_ratings(db).items() if n not in scores}
+    )
 
 
 def test_the_schedule_leader_sweeps_every_melee_rumble(app, db):
@@ -261,7 +316,10 @@ def test_missing_pairs_rate_the_bots_seen_and_late_pairs_rate_nothing(db):
     after = battles_of(db)[0]
     assert (after["pairs"], after["late"], set(after["bots"])) == (6, 1, set(battle["bots"]))
     assert melee_ratings(db) == before
-    assert_ratings({n: v for n, v in before.items() if n in scores}, expected_ratings([{n: s for n, s in scores.items() if n != "mel.E 1.0"}]))
+    assert_ratings(
+        {n: v for n, v in before.items() if n in scores},
+        expected_ratings([{n: s for n, s in scores.items() if n != "mel.E 1.0"}]),
+    )
 
 
 def _melee_session(db, rng: random.Random) -> None:
@@ -321,7 +379,9 @@ def test_every_logged_pair_is_in_exactly_one_battle(db):
     logged = {row[0] for row in db.execute("SELECT id FROM battles")}
     gathered = [row[0] for row in db.execute("SELECT battle_id FROM melee_pairs")]
     assert sorted(gathered) == sorted(logged)
-    assert db.execute("SELECT count(*) FROM melee_battles WHERE state = 'rated' AND closed_by IS NULL").fetchone()[0] == 0
+    assert (
+        db.execute("SELECT count(*) FROM melee_battles WHERE state = 'rated' AND closed_by IS NULL").fetchone()[0] == 0
+    )
 
 
 def test_rankings_show_mu_sigma_and_the_conservative_rating(client, upload):
@@ -337,7 +397,11 @@ def test_rankings_show_mu_sigma_and_the_conservative_rating(client, upload):
     assert {row["name"] for row in rows} == set(expected)
     for row in rows:
         mu, sigma, count, elo = expected[row["name"]]
-        assert (row["mu"], row["sigma"], row["melee_battles"]) == (pytest.approx(mu, rel=1e-12), pytest.approx(sigma, rel=1e-12), count)
+        assert (row["mu"], row["sigma"], row["melee_battles"]) == (
+            pytest.approx(mu, rel=1e-12),
+            pytest.approx(sigma, rel=1e-12),
+            count,
+        )
         assert row["conservative"] == pytest.approx(mu - 3 * sigma, rel=1e-12)
         assert row["xonstat"] == pytest.approx(elo, rel=1e-12)
     ordered = client.get("/Rankings?game=meleerumble&api=1&order=-conservative").json
@@ -371,7 +435,11 @@ def test_bot_details_show_the_whole_battles(client, upload):
     assert [b["mu_before"] for b in found[:-1]] == [b["mu_after"] for b in found[1:]]
     assert found[-1]["mu_before"] == 25.0 and melee_part["mu"] == found[0]["mu_after"]
     mu, sigma, count, elo = expected_ratings(battles)[name]
-    assert (melee_part["mu"], melee_part["melee_battles"], melee_part["xonstat"]) == (pytest.approx(mu, rel=1e-12), 3, pytest.approx(elo, rel=1e-12))
+    assert (melee_part["mu"], melee_part["melee_battles"], melee_part["xonstat"]) == (
+        pytest.approx(mu, rel=1e-12),
+        3,
+        pytest.approx(elo, rel=1e-12),
+    )
     assert melee_part["sigma"] == pytest.approx(sigma, rel=1e-12)  # just fought: no growth
     page = client.get("/BotDetails", query_string={"game": "meleerumble", "name": name}).get_data(as_text=True)
     assert "Whole melee battles" in page and "<th>XonStat Elo</th><td" not in page  # only the per-battle one
@@ -393,8 +461,11 @@ def test_a_rebuild_or_rollback_computed_aside_equals_a_blocking_one_with_pairs_a
 
     _melee_session(db, random.Random(3))
     rid = rumble_id(db, "meleerumble")
-    moved = frozenset(row[0] for row in db.execute("SELECT id FROM battles WHERE uploader = 'B' AND rumble_id = ?", (rid,))) \
-        if moved_to == "removed" else frozenset()  # fmt: skip
+    moved = (
+        frozenset(row[0] for row in db.execute("SELECT id FROM battles WHERE uploader = 'B' AND rumble_id = ?", (rid,)))
+        if moved_to == "removed"
+        else frozenset()
+    )
     job_db = store.connect(app.config["RUMBLE"]["DB"])
     calls = []
 
@@ -410,7 +481,9 @@ def test_a_rebuild_or_rollback_computed_aside_equals_a_blocking_one_with_pairs_a
             assert set_state_of(conn, sorted(moved), ("ok", "flagged"), "removed") == len(moved)
 
     maintenance.recompute(job_db, "meleerumble", 35, 3, meanwhile, moved, moved_to, swap_in)
-    assert len(calls) >= 2 and job_db.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] == 0  # shadow dropped
+    assert (
+        len(calls) >= 2 and job_db.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] == 0
+    )  # shadow dropped
     job_db.close()
     swapped = (melee_rows.dump(db, rid), snapshot(db, rid))
     with store.write(db):

@@ -33,16 +33,28 @@ def pairs_of_battle(scores: dict[str, int], time_ms: int, priority: tuple[str, s
     whole-battle figures in each; only the pairs of the two ``priority`` bots if prioritized."""
     ranked = sorted(scores, key=lambda name: -scores[name])
     sides = {name: Side(name, scores[name], scores[name] // 3, min(35, scores[name] // 800)) for name in ranked}
-    return [replace(battle(game="meleerumble", melee=True, field="1000x1000", time_ms=time_ms + k // 20), first=sides[a], second=sides[b])
-            for k, (a, b) in enumerate((a, b) for i, a in enumerate(ranked) for b in ranked[i + 1 :]
-                                       if priority is None or a in priority or b in priority)]  # fmt: skip
+    return [
+        replace(
+            battle(game="meleerumble", melee=True, field="1000x1000", time_ms=time_ms + k // 20),
+            first=sides[a],
+            second=sides[b],
+        )
+        for k, (a, b) in enumerate(
+            (a, b)
+            for i, a in enumerate(ranked)
+            for b in ranked[i + 1 :]
+            if priority is None or a in priority or b in priority
+        )
+    ]
 
 
 def ratings(app) -> dict[str, dict]:
     db = store.connect(app.config["RUMBLE"]["DB"])
     try:
-        rows = db.execute("SELECT b.full_name, g.* FROM ratings g JOIN bots b ON b.id = g.bot_id JOIN rumbles r ON r.id = g.rumble_id "
-                          "WHERE r.name = 'meleerumble'")  # fmt: skip
+        rows = db.execute(
+            "SELECT b.full_name, g.* FROM ratings g JOIN bots b ON b.id = g.bot_id JOIN rumbles r ON r.id = g.rumble_id "
+            "WHERE r.name = 'meleerumble'"
+        )
         names = [d[0] for d in rows.description]
         return {row[0]: dict(zip(names, row)) for row in rows.fetchall()}
     finally:
@@ -54,7 +66,11 @@ def expected_one_step(scores: dict[str, int]) -> dict[str, dict]:
     XonStat 1500 with K 200): each bot's games are its 9 pairs, score share s_i/(s_i + s_j)."""
     out = {}
     for name in scores:
-        shares = [0.5 if scores[name] + scores[o] == 0 else scores[name] / (scores[name] + scores[o]) for o in scores if o != name]
+        shares = [
+            0.5 if scores[name] + scores[o] == 0 else scores[name] / (scores[name] + scores[o])
+            for o in scores
+            if o != name
+        ]
         # RoboRumble Elo: Σ 3·(APS − E), E = 1/2 between equal ratings, over its 9 pairings (APS = share)
         elo = 1600 + sum(3 * (s - 0.5) for s in shares)
         # Glicko step 2 against opponents at 1500 ± 350
@@ -72,8 +88,16 @@ def expected_one_step(scores: dict[str, int]) -> dict[str, dict]:
         rp = min(max(0.5 * (points(new2.r - 3 * new2.rd) - 0), 1), 500) if mean > 0.5 else 0.0
         rp = min(rp, points(new2.r + 3 * new2.rd)) if mean > 0.5 else rp
         xonstat = 1500 + sum(200 * (s - 0.5) for s in shares) / 9
-        out[name] = dict(elo=elo, glicko=glicko, glicko_rd=glicko_rd, glicko2=new2.r, glicko2_rd=new2.rd,
-                         glicko2_volatility=new2.sigma, rank_points=rp, xonstat=xonstat)  # fmt: skip
+        out[name] = dict(
+            elo=elo,
+            glicko=glicko,
+            glicko_rd=glicko_rd,
+            glicko2=new2.r,
+            glicko2_rd=new2.rd,
+            glicko2_volatility=new2.sigma,
+            rank_points=rp,
+            xonstat=xonstat,
+        )
     return out
 
 
@@ -142,7 +166,9 @@ def test_two_battles_rebuild_to_the_same_ratings_bit_for_bit(app, upload, clock)
     for n, seed in enumerate((3, 4)):
         scores = fresh_scores(seed)
         ranked = sorted(scores, key=lambda name: -scores[name])
-        for pair in pairs_of_battle(scores, clock.now_ms() - 120_000 + 30_000 * n, priority=(ranked[1], ranked[7]) if n else None):
+        for pair in pairs_of_battle(
+            scores, clock.now_ms() - 120_000 + 30_000 * n, priority=(ranked[1], ranked[7]) if n else None
+        ):
             assert upload(pair).kind is Kind.ACCEPTED
     db = store.connect(app.config["RUMBLE"]["DB"])
     try:
@@ -167,15 +193,20 @@ def test_two_workers_keep_their_copies_current_when_the_other_closes_a_battle(ap
         base = clock.now()
         scores = [fresh_scores(5), fresh_scores(6), fresh_scores(7)]
         ranked = sorted(scores[2], key=lambda name: -scores[2][name])
-        battles = [pairs_of_battle(scores[0], clock.now_ms() - 300_000), pairs_of_battle(scores[1], clock.now_ms() - 200_000),
-                   pairs_of_battle(scores[2], clock.now_ms() - 100_000, priority=(ranked[0], ranked[1]))]  # fmt: skip
+        battles = [
+            pairs_of_battle(scores[0], clock.now_ms() - 300_000),
+            pairs_of_battle(scores[1], clock.now_ms() - 200_000),
+            pairs_of_battle(scores[2], clock.now_ms() - 100_000, priority=(ranked[0], ranked[1])),
+        ]
         k = 0
         for pairs in battles:
             for pair in pairs:
                 k += 1
                 worker = workers[k % 2]
                 with store.write(worker):
-                    apply_battle(worker, with_receipt(pair, None, base.replace(microsecond=0) + timedelta(seconds=k)), 35, 3)
+                    apply_battle(
+                        worker, with_receipt(pair, None, base.replace(microsecond=0) + timedelta(seconds=k)), 35, 3
+                    )
         rid = worker.execute("SELECT id FROM rumbles WHERE name = 'meleerumble'").fetchone()[0]
         with store.write(workers[0]):  # the last battle (the two best chosen) waits for the timeout: a sweep
             assert len(melee.sweep(workers[0], rid, (base + timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S.000"))) == 1

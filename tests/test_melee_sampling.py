@@ -56,11 +56,15 @@ class SimulatedClient:
         ranked = sorted(bots, key=lambda b: -scores[b])
         self.time += 60_000
         return [
-            replace(battle(game="meleerumble", melee=True, field="1000x1000", time_ms=self.time),
-                    first=Side(first, scores[first], scores[first] // 3, scores[first] // 400),
-                    second=Side(second, scores[second], scores[second] // 3, scores[second] // 400))
-            for i, first in enumerate(ranked) for second in ranked[i + 1 :] if not chosen or {first, second} & set(chosen)
-        ]  # fmt: skip
+            replace(
+                battle(game="meleerumble", melee=True, field="1000x1000", time_ms=self.time),
+                first=Side(first, scores[first], scores[first] // 3, scores[first] // 400),
+                second=Side(second, scores[second], scores[second] // 3, scores[second] // 400),
+            )
+            for i, first in enumerate(ranked)
+            for second in ranked[i + 1 :]
+            if not chosen or {first, second} & set(chosen)
+        ]
 
     def establish(self, db, battles: int) -> None:
         """Random battles of the old bots straight into the store (fast): an established rumble."""
@@ -106,7 +110,10 @@ def simulate(app, upload, seed: int, extra_iterations: int = 0) -> dict[str, flo
     client.fight([NEW] + client.rng.sample(OLD, 9))  # the client's own battle for a bot missing from the ratings
     client.old_pairs = client.old_pairs_with_new = 0
     battles = [b for _ in range(ITERATIONS) for b in client.iteration(OLD + [NEW])]
-    found = {"share": sum(NEW in b for b in battles) / len(battles), "old_pairs": client.old_pairs_with_new / client.old_pairs}
+    found = {
+        "share": sum(NEW in b for b in battles) / len(battles),
+        "old_pairs": client.old_pairs_with_new / client.old_pairs,
+    }
     for _ in range(extra_iterations):
         client.iteration(OLD + [NEW])
     return found
@@ -122,7 +129,12 @@ def mean_over_seeds(tmp_path, monkeypatch, clock, extra_iterations: int = 0) -> 
     totals, met = {"share": 0.0, "old_pairs": 0.0}, []
     for seed in SEEDS:
         monkeypatch.setattr(client_views, "_rng", random.Random(seed))  # the server's draws, repeatable
-        settings = {"DB": str(tmp_path / f"rumble{seed}.db"), "BATCH_INTERVAL_MINUTES": 0, "PRIORITY_HOLD_MINUTES": 0, "CLOCK": clock}
+        settings = {
+            "DB": str(tmp_path / f"rumble{seed}.db"),
+            "BATCH_INTERVAL_MINUTES": 0,
+            "PRIORITY_HOLD_MINUTES": 0,
+            "CLOCK": clock,
+        }
         client = create_app(settings).test_client()
 
         def upload(pair, client=client) -> UploadOutcome:

@@ -20,7 +20,26 @@ def test_ascii_digits_within_the_bounds_are_read(text, least, most, expected):
 
 @pytest.mark.parametrize(
     "text",
-    ["²", "٣", "１", "+1", "-1", " 1", "1 ", "1_0", "1e3", "1e999", "0x1", "1.0", "", "1\x00", "\ufffd", "11", "0", str(10**32)],
+    [
+        "²",
+        "٣",
+        "１",
+        "+1",
+        "-1",
+        " 1",
+        "1 ",
+        "1_0",
+        "1e3",
+        "1e999",
+        "0x1",
+        "1.0",
+        "",
+        "1\x00",
+        "\ufffd",
+        "11",
+        "0",
+        str(10**32),
+    ],
 )
 def test_anything_else_is_refused_naming_the_parameter(text):
     with pytest.raises(ParameterError) as refused:

@@ -30,11 +30,17 @@ def test_the_limits_are_rrservers_at_35_rounds_and_scale_with_the_rounds():
     assert max_score(10) == 2_857 and min_firsts(10) == 9
 
 
-@pytest.mark.parametrize("changes, reason", [
-    ({"first": Side("a.A 1", 10_001, 100, 20)}, "a.A 1's score 10001 is above 10000"),
-    ({"second": Side("b.B 1", 3000, 3001, 15)}, "b.B 1's bullet damage 3001 exceeds its total score 3000"),
-    ({"first": Side("a.A 1", 5000, 100, 20), "second": Side("b.B 1", 3000, 100, 13)}, "finished first in 20 + 13 rounds, fewer than 34 of 35"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "changes, reason",
+    [
+        ({"first": Side("a.A 1", 10_001, 100, 20)}, "a.A 1's score 10001 is above 10000"),
+        ({"second": Side("b.B 1", 3000, 3001, 15)}, "b.B 1's bullet damage 3001 exceeds its total score 3000"),
+        (
+            {"first": Side("a.A 1", 5000, 100, 20), "second": Side("b.B 1", 3000, 100, 13)},
+            "finished first in 20 + 13 rounds, fewer than 34 of 35",
+        ),
+    ],
+)
 def test_each_check_names_its_reason(changes, reason):
     fields = dict(first=Side("a.A 1", 5000, 100, 20), second=Side("b.B 1", 3000, 100, 15))
     fields.update(changes)
@@ -44,7 +50,9 @@ def test_each_check_names_its_reason(changes, reason):
 def test_plausible_results_pass_including_the_edges():
     assert suspicion(battle()) is None  # the captured real result of protocol.md 7.1: 6598/4883, 32 + 3 firsts
     assert suspicion(battle(first="a.A 1", second="b.B 1", scores=(10_000, 0), firsts=(34, 0))) is None
-    assert suspicion(battle(first="a.A 1", second="b.B 1", scores=(5000, 5000), firsts=(35, 35))) is None  # both die at once
+    assert (
+        suspicion(battle(first="a.A 1", second="b.B 1", scores=(5000, 5000), firsts=(35, 35))) is None
+    )  # both die at once
 
 
 def test_melee_and_team_results_only_get_the_bullet_damage_check():
@@ -69,7 +77,9 @@ def test_a_suspicious_upload_is_answered_ok_logged_flagged_and_not_counted_until
     assert "[" not in answer
     assert snapshot(db) == counted
     assert db.execute("SELECT state FROM battles ORDER BY id").fetchall() == [("ok",), ("flagged",)]
-    assert upload(battle("a.A 1", "b.B 1", (3000, 2000), (5, 5), time_ms=_time(db, 2))).kind is Kind.DUPLICATE  # a retry
+    assert (
+        upload(battle("a.A 1", "b.B 1", (3000, 2000), (5, 5), time_ms=_time(db, 2))).kind is Kind.DUPLICATE
+    )  # a retry
     token = new_token()
     with store.write(db):
         admin_store.add_maintainer(db, "alice", token_id(token), hash_token(token), store.utc_now())

@@ -56,7 +56,10 @@ def test_a_socket_shut_for_reading_can_still_answer():
         (b"GET /export HTTP/1.1\r\nHost: x\r\n\r\n", True),
         (b"POST /UploadedResults HTTP/1.1\r\nContent-Length: 5\r\n\r\nab", False),  # body short of its length
         (b"POST /UploadedResults HTTP/1.1\r\nHost: x\r\ncontent-length: 5\r\n\r\nabcde", True),
-        (b"POST /UploadedResults HTTP/1.1\r\nContent-Length: 999999\r\n\r\nab", True),  # too long to wait for: the thread reads it
+        (
+            b"POST /UploadedResults HTTP/1.1\r\nContent-Length: 999999\r\n\r\nab",
+            True,
+        ),  # too long to wait for: the thread reads it
         (b"POST /UploadedResults HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", True),
         (b"GET /" + b"a" * 70000, True),  # more than READ_AHEAD_BYTES without an end: the parser refuses it
     ],

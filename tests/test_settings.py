@@ -13,8 +13,13 @@ def test_database_path_defaults_to_the_xdg_data_directory():
 
 
 def test_environment_variables_override_defaults_and_are_parsed():
-    values = settings.load(environ={"RUMBLE_DB": "/srv/r.db", "RUMBLE_ACCEPTED_CLIENTS": "1.9.3.9, 1.10.3",
-                                    "RUMBLE_MAX_BATTLE_AGE_HOURS": "12"})  # fmt: skip
+    values = settings.load(
+        environ={
+            "RUMBLE_DB": "/srv/r.db",
+            "RUMBLE_ACCEPTED_CLIENTS": "1.9.3.9, 1.10.3",
+            "RUMBLE_MAX_BATTLE_AGE_HOURS": "12",
+        }
+    )
     assert values["DB"] == "/srv/r.db"
     assert values["ACCEPTED_CLIENTS"] == ("1.9.3.9", "1.10.3")
     assert values["MAX_BATTLE_AGE_HOURS"] == 12.0

@@ -15,19 +15,31 @@ from rumble.store.tables import snapshot
 A, B, C = "sample.SpinAndTrack 1.0", "sampleteam.LeaderAndDroid 1.0", "sampleteam.MyFirstTeam 1.0"
 
 
-
-
 def team_battle(game: str, first: str, second: str, scores: tuple[int, int], firsts: tuple[int, int], n: int):
     settings = load_rumbles()[game]
-    return battle(first, second, scores, firsts, game=game, teams=True, rounds=settings.rounds, field=settings.field, time_ms=now_ms() + n)
+    return battle(
+        first,
+        second,
+        scores,
+        firsts,
+        game=game,
+        teams=True,
+        rounds=settings.rounds,
+        field=settings.field,
+        time_ms=now_ms() + n,
+    )
 
 
 def test_twinduel_percentages_are_of_rounds_won(client, upload):
     """A outscores B (30000 to 15000) but wins fewer rounds (30 to 45 of 75): in twinduel A's battle
     % is 100·30/75 = 40; a second battle, 50 to 25 rounds, gives 66.667; A's APS is their mean,
     53.333. The same two battles in teamrumble count by score: 66.667 and 100·8000/12000 = 66.667."""
-    for result in (team_battle("twinduel", A, B, (30_000, 15_000), (30, 45), 1), team_battle("twinduel", A, B, (8_000, 4_000), (50, 25), 2),
-                   team_battle("teamrumble", A, C, (30_000, 15_000), (3, 7), 3), team_battle("teamrumble", A, C, (8_000, 4_000), (5, 5), 4)):
+    for result in (
+        team_battle("twinduel", A, B, (30_000, 15_000), (30, 45), 1),
+        team_battle("twinduel", A, B, (8_000, 4_000), (50, 25), 2),
+        team_battle("teamrumble", A, C, (30_000, 15_000), (3, 7), 3),
+        team_battle("teamrumble", A, C, (8_000, 4_000), (5, 5), 4),
+    ):
         assert upload(result).kind is Kind.ACCEPTED
     duel = {row["name"]: row for row in client.get("/Rankings?game=twinduel&api=1").json}
     assert duel[A]["aps"] == pytest.approx((40 + 200 / 3) / 2)

@@ -10,7 +10,9 @@ import math
 BETA, TAU, KAPPA = 25 / 6, 25 / 300, 0.0001
 
 
-def paper_update(mus: list[float], sigmas: list[float], ranks: list[int], damping: bool = False) -> list[tuple[float, float]]:
+def paper_update(
+    mus: list[float], sigmas: list[float], ranks: list[int], damping: bool = False
+) -> list[tuple[float, float]]:
     """New (μ, σ) of each team of one game; ``ranks``: 1 best, equal ranks tied."""
     sigmas = [math.sqrt(s * s + TAU * TAU) for s in sigmas]
     k = len(mus)

@@ -28,7 +28,7 @@ class RumbleSettings:
 
     @property
     def kind(self) -> str:
-        """"melee", "team" or "1v1"."""
+        """ "melee", "team" or "1v1"."""
         return "melee" if self.melee else "team" if self.teams else "1v1"
 
 
@@ -41,7 +41,9 @@ def field_size(value: object, where: str) -> str:
     if not isinstance(value, str):
         raise ConfigError(f"{where}: field must be a string like '800x600'")
     width, sep, height = value.partition("x")
-    if not (sep and all(side.isascii() and side.isdigit() and len(side) <= 5 and int(side) > 0 for side in (width, height))):
+    if not (
+        sep and all(side.isascii() and side.isdigit() and len(side) <= 5 and int(side) > 0 for side in (width, height))
+    ):
         raise ConfigError(f"{where}: field must look like '800x600', not {value[:20]!r}")
     return value
 

@@ -9,7 +9,7 @@ those brackets, and counts and priorities are only ever made here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from rumble.protocol.names import priority_safe, to_key
 
@@ -44,12 +44,22 @@ def accepted(first: str, second: str, game: str, counts: tuple[int, int], priori
 def held(first: str, second: str, game: str, counts: tuple[int, int], reason: str) -> str:
     """The answer to a stored upload held for review (rumble/plausibility.py): the client is done
     with it (``OK``), and told why it does not count yet."""
-    return counts_line(*counts) + "\n" + plain(f"OK. {first} vs {second} received for {game}, held for review: {reason}") + "\n"
+    return (
+        counts_line(*counts)
+        + "\n"
+        + plain(f"OK. {first} vs {second} received for {game}, held for review: {reason}")
+        + "\n"
+    )
 
 
 def duplicate(first: str, second: str, game: str, counts: tuple[int, int]) -> str:
     """The answer to a result already stored (a retry): acknowledged, not counted again."""
-    return counts_line(*counts) + "\n" + plain(f"OK. {first} vs {second} for {game} was already received; not counted again") + "\n"
+    return (
+        counts_line(*counts)
+        + "\n"
+        + plain(f"OK. {first} vs {second} for {game} was already received; not counted again")
+        + "\n"
+    )
 
 
 def refused(reason: str) -> str:
@@ -57,7 +67,7 @@ def refused(reason: str) -> str:
     return plain(f"OK. ERROR: {reason}") + "\n"
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     """What became of an upload."""
 
     ACCEPTED = "accepted"  # stored and counted

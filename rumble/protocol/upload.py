@@ -15,9 +15,24 @@ from rumble.protocol.games import RumbleSettings
 from rumble.protocol.names import check_name
 
 FIELDS = (
-    "game", "version", "client", "teams", "melee", "rounds", "field", "user", "time",
-    "fname", "fscore", "fbulletd", "fsurvival", "sname", "sscore", "sbulletd", "ssurvival",
-)  # fmt: skip
+    "game",
+    "version",
+    "client",
+    "teams",
+    "melee",
+    "rounds",
+    "field",
+    "user",
+    "time",
+    "fname",
+    "fscore",
+    "fbulletd",
+    "fsurvival",
+    "sname",
+    "sscore",
+    "sbulletd",
+    "ssurvival",
+)
 MAX_USER_LENGTH = 50
 MAX_ROUNDS = 10_000
 # A Robocode robot rarely scores 300 points in a round; a team of five, 2000 at most. Anything
@@ -82,8 +97,15 @@ def _user(value: str) -> str:
 
 def _field_size(value: str) -> str:
     width, sep, height = value.partition("x")
-    if not (sep and width.isascii() and width.isdigit() and height.isascii() and height.isdigit()
-            and len(width) <= 5 and len(height) <= 5):  # fmt: skip
+    if not (
+        sep
+        and width.isascii()
+        and width.isdigit()
+        and height.isascii()
+        and height.isdigit()
+        and len(width) <= 5
+        and len(height) <= 5
+    ):
         raise ProtocolError(f"field must look like 800x600, not {value[:20]!r}")
     return value
 
@@ -152,9 +174,7 @@ class Policy:
 def check_upload(battle: Battle, rumble: RumbleSettings | None, policy: Policy, now_ms: int) -> None:
     """Raise ProtocolError unless ``battle`` comes from an accepted client, fits its rumble and is recent."""
     if battle.client not in policy.accepted_clients:
-        raise ProtocolError(
-            f"CLIENT NOT SUPPORTED: {battle.client}; use one of: {', '.join(policy.accepted_clients)}"
-        )
+        raise ProtocolError(f"CLIENT NOT SUPPORTED: {battle.client}; use one of: {', '.join(policy.accepted_clients)}")
     check_settings(battle, rumble)
     if battle.time_ms < now_ms - policy.max_age_ms:
         raise ProtocolError(f"your uploaded data is more than {policy.max_age_ms / 3_600_000:g} hours old")
@@ -183,9 +203,22 @@ def format_upload(battle: Battle, newline: str = "\n") -> bytes:
     """The body the real client would send for ``battle`` (the inverse of ``parse_upload``)."""
     yes = {True: "YES", False: "NOT"}
     values = (
-        battle.game, battle.version, battle.client, yes[battle.teams], yes[battle.melee], battle.rounds, battle.field,
-        battle.uploader, battle.time_ms,
-        battle.first.name, battle.first.score, battle.first.bullet_damage, battle.first.firsts,
-        battle.second.name, battle.second.score, battle.second.bullet_damage, battle.second.firsts,
-    )  # fmt: skip
+        battle.game,
+        battle.version,
+        battle.client,
+        yes[battle.teams],
+        yes[battle.melee],
+        battle.rounds,
+        battle.field,
+        battle.uploader,
+        battle.time_ms,
+        battle.first.name,
+        battle.first.score,
+        battle.first.bullet_damage,
+        battle.first.firsts,
+        battle.second.name,
+        battle.second.score,
+        battle.second.bullet_damage,
+        battle.second.firsts,
+    )
     return ("&".join(f"{key}={value}" for key, value in zip(FIELDS, values)) + newline).encode("utf-8")

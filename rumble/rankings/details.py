@@ -55,7 +55,10 @@ def _betacf(a: float, b: float, x: float) -> float:
     d = 1.0 / (d if abs(d) > tiny else tiny)
     h = d
     for m in range(1, 300):
-        for aa in (m * (b - m) * x / ((qam + 2 * m) * (a + 2 * m)), -(a + m) * (qab + m) * x / ((a + 2 * m) * (qap + 2 * m))):
+        for aa in (
+            m * (b - m) * x / ((qam + 2 * m) * (a + 2 * m)),
+            -(a + m) * (qab + m) * x / ((a + 2 * m) * (qap + 2 * m)),
+        ):
             d = 1.0 + aa * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + aa / c
@@ -116,7 +119,7 @@ def paired_interval(differences: list[float], confidence: float = CONFIDENCE) ->
 
 
 def verdict(name_a: str, name_b: str, interval: Interval) -> str:
-    """"A +x (CI lo to hi)" for the bot ahead when the interval excludes 0, else "Tie" (as BotCompare)."""
+    """ "A +x (CI lo to hi)" for the bot ahead when the interval excludes 0, else "Tie" (as BotCompare)."""
     if interval.low is None or interval.low <= 0.0 <= interval.high:
         return "Tie"
     if interval.low > 0.0:
@@ -154,5 +157,7 @@ def deviations_now(ratings: dict | None, now: float | None) -> dict | None:
         return ratings
     elapsed = max(now - rated_at, 0.0)  # a clock stepped back grows nothing
     ratings["glicko_rd"] = glicko.decay(ratings["glicko_rd"], glicko.periods(elapsed))
-    ratings["glicko2_rd"] = glicko2.inactivity(ratings["glicko2_rd"], ratings["glicko2_volatility"], glicko2.whole_days(elapsed))
+    ratings["glicko2_rd"] = glicko2.inactivity(
+        ratings["glicko2_rd"], ratings["glicko2_volatility"], glicko2.whole_days(elapsed)
+    )
     return ratings

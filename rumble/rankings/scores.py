@@ -80,7 +80,12 @@ def add_battle(pairing: Pairing, percent: float, survival: float, when: str) -> 
 
 
 def score_battle(
-    first: Pairing | None, second: Pairing | None, scores: tuple[int, int], firsts: tuple[int, int], rounds: int, when: str
+    first: Pairing | None,
+    second: Pairing | None,
+    scores: tuple[int, int],
+    firsts: tuple[int, int],
+    rounds: int,
+    when: str,
 ) -> tuple[Pairing, Pairing]:
     """Both sides' pairings after one battle: (first against second, second against first)."""
     s1, s2 = scores
@@ -123,8 +128,17 @@ class Totals:
         return Totals(*(a - b for a, b in zip(self.astuple(), other.astuple())))
 
     def astuple(self) -> tuple[int, ...]:
-        return (self.pairings, self.battles, self.aps_exact, self.survival_exact, self.wins, self.draws,
-                self.losses, self.ci_count, self.ci_exact)  # fmt: skip
+        return (
+            self.pairings,
+            self.battles,
+            self.aps_exact,
+            self.survival_exact,
+            self.wins,
+            self.draws,
+            self.losses,
+            self.ci_count,
+            self.ci_exact,
+        )
 
 
 def contribution(pairing: Pairing | None) -> Totals:
@@ -194,4 +208,3 @@ def summary(totals: Totals) -> Summary:
         draws=totals.draws,
         losses=totals.losses,
     )
-

@@ -46,8 +46,13 @@ def stability(pairings: list[int], unrated_since_change: int) -> tuple[str, str]
     missing = sum(n - 1 - p for p in pairings) // 2
     if missing > 0:
         lacking = sum(1 for p in pairings if p < n - 1)
-        return "incomplete", f"Pairings incomplete: {lacking} of {n} bots have not met everyone ({missing} pairings missing)."
+        return (
+            "incomplete",
+            f"Pairings incomplete: {lacking} of {n} bots have not met everyone ({missing} pairings missing).",
+        )
     if unrated_since_change:
-        return "unstable", (f"Ratings unstable: the field changed and {unrated_since_change} bots have not battled since; "
-                            "their ratings catch up at their next battle.")  # fmt: skip
+        return "unstable", (
+            f"Ratings unstable: the field changed and {unrated_since_change} bots have not battled since; "
+            "their ratings catch up at their next battle."
+        )
     return "complete", f"Pairings complete: all {n} bots have met each other."

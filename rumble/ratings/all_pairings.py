@@ -85,8 +85,9 @@ def _opponent_factors(table: np.ndarray, n: int, now: float, work: np.ndarray) -
 
 
 @njit(cache=True, error_model="numpy", fastmath={"arcp", "contract"})
-def gather(aps: np.ndarray, active: np.ndarray, table: np.ndarray, n: int, a: int, b: int, now: float,
-           work: np.ndarray) -> tuple[int, int]:  # fmt: skip
+def gather(
+    aps: np.ndarray, active: np.ndarray, table: np.ndarray, n: int, a: int, b: int, now: float, work: np.ndarray
+) -> tuple[int, int]:
     """Lay out the games of A's live pairings, then B's, in ``work``; return (A's count, total).
 
     ``aps[i, j]``: bot i's pairing APS against j as a fraction (NaN: never met); ``active``: who
@@ -117,8 +118,19 @@ def gather(aps: np.ndarray, active: np.ndarray, table: np.ndarray, n: int, a: in
 
 
 @njit(cache=True, error_model="numpy", fastmath={"arcp", "contract", "reassoc"})
-def finish(table: np.ndarray, xonstat_battles: np.ndarray, a: int, b: int, now: float, work: np.ndarray,
-           count_a: int, total: int, share_a: float, tau: float, upset_bonus: float) -> None:  # fmt: skip
+def finish(
+    table: np.ndarray,
+    xonstat_battles: np.ndarray,
+    a: int,
+    b: int,
+    now: float,
+    work: np.ndarray,
+    count_a: int,
+    total: int,
+    share_a: float,
+    tau: float,
+    upset_bonus: float,
+) -> None:
     """Sum each bot's games (``work`` after the exponentials), update every rating and write both bots' new values."""
     new = np.empty((2, 9))
     for k in range(2):
@@ -145,8 +157,15 @@ def finish(table: np.ndarray, xonstat_battles: np.ndarray, a: int, b: int, now: 
     )
     for k in range(2):
         i, other, share = (a, b, share_a) if k == 0 else (b, a, 1.0 - share_a)
-        new[k, RANK_POINTS] = rank_points.update(table[RANK_POINTS, i], new[k, GLICKO2], new[k, GLICKO2_RD], share,
-                                                 table[GLICKO2, i], table[GLICKO2, other], upset_bonus)  # fmt: skip
+        new[k, RANK_POINTS] = rank_points.update(
+            table[RANK_POINTS, i],
+            new[k, GLICKO2],
+            new[k, GLICKO2_RD],
+            share,
+            table[GLICKO2, i],
+            table[GLICKO2, other],
+            upset_bonus,
+        )
         new[k, RATED_AT] = now
     for k in range(2):
         i = a if k == 0 else b
@@ -154,9 +173,20 @@ def finish(table: np.ndarray, xonstat_battles: np.ndarray, a: int, b: int, now: 
         xonstat_battles[i] += 1
 
 
-def rate_pair(aps: np.ndarray, active: np.ndarray, table: np.ndarray, xonstat_battles: np.ndarray, n: int, a: int, b: int,
-              share_a: float, now: float, work: np.ndarray, tau: float = glicko2.TAU,
-              upset_bonus: float = rank_points.UPSET_BONUS) -> None:  # fmt: skip
+def rate_pair(
+    aps: np.ndarray,
+    active: np.ndarray,
+    table: np.ndarray,
+    xonstat_battles: np.ndarray,
+    n: int,
+    a: int,
+    b: int,
+    share_a: float,
+    now: float,
+    work: np.ndarray,
+    tau: float = glicko2.TAU,
+    upset_bonus: float = rank_points.UPSET_BONUS,
+) -> None:
     """Rate the battle of the bots at positions ``a`` and ``b`` (A's score share ``share_a``), in place.
 
     ``table`` and ``xonstat_battles`` gain both bots' new values; ``work`` is scratch space of at
@@ -166,4 +196,3 @@ def rate_pair(aps: np.ndarray, active: np.ndarray, table: np.ndarray, xonstat_ba
     exponents = work[X_ELO : X_GLICKO2 + 1, :total]
     np.exp(exponents, out=exponents)
     finish(table, xonstat_battles, a, b, now, work, count_a, total, share_a, tau, upset_bonus)
-

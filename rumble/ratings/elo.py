@@ -52,4 +52,6 @@ def delta(rating: float, opponent_ratings, scores) -> float:
     fractions 0..1. numpy's sum depends on the order of the elements, so a caller that must
     reproduce a value bit for bit passes the pairings in a fixed order.
     """
-    return float(WEIGHT * np.sum(surprise(rating, np.asarray(opponent_ratings, dtype=float), np.asarray(scores, dtype=float))))
+    return float(
+        WEIGHT * np.sum(surprise(rating, np.asarray(opponent_ratings, dtype=float), np.asarray(scores, dtype=float)))
+    )

@@ -91,8 +91,9 @@ def update(rating: float, rd: float, opp_r, opp_rd, scores) -> tuple[float, floa
     sums depend on the order of the elements: pass the pairings in a fixed order to reproduce a
     value bit for bit.
     """
-    variance, improvement = game_terms(rating, np.asarray(opp_r, dtype=float), np.asarray(opp_rd, dtype=float),
-                                       np.asarray(scores, dtype=float))  # fmt: skip
+    variance, improvement = game_terms(
+        rating, np.asarray(opp_r, dtype=float), np.asarray(opp_rd, dtype=float), np.asarray(scores, dtype=float)
+    )
     return combine(rating, rd, float(np.sum(variance)), float(np.sum(improvement)))
 
 

@@ -162,7 +162,9 @@ def game_terms(r, opp_r, opp_rd, scores):
 
 
 @register_jitable
-def combine_values(r: float, rd: float, sigma: float, variance_sum: float, improvement_sum: float, tau: float = TAU) -> tuple[float, float, float]:
+def combine_values(
+    r: float, rd: float, sigma: float, variance_sum: float, improvement_sum: float, tau: float = TAU
+) -> tuple[float, float, float]:
     """Steps 3-8 and seed 000's bounds, from the sums of ``game_terms`` over the period's games: (r', RD', sigma')."""
     mu, phi = to_mu(r), to_phi(rd)
     v = 1.0 / variance_sum  # step 3
@@ -171,8 +173,11 @@ def combine_values(r: float, rd: float, sigma: float, variance_sum: float, impro
     phi_new = 1.0 / math.sqrt(1.0 / phi_star**2 + 1.0 / v)  # step 7
     mu_new = mu + phi_new**2 * improvement_sum
     # step 8, then seed 000's bounds
-    return (clamp(to_r(mu_new), R_MIN, R_MAX), clamp(to_rd(phi_new), RD_MIN, RD_MAX),
-            clamp(sigma_new, SIGMA_MIN, SIGMA_MAX))  # fmt: skip
+    return (
+        clamp(to_r(mu_new), R_MIN, R_MAX),
+        clamp(to_rd(phi_new), RD_MIN, RD_MAX),
+        clamp(sigma_new, SIGMA_MIN, SIGMA_MAX),
+    )
 
 
 def combine(r: float, rd: float, sigma: float, variance_sum: float, improvement_sum: float, tau: float = TAU) -> Rating:
@@ -190,6 +195,7 @@ def update(r: float, rd: float, sigma: float, opp_r, opp_rd, scores, tau: float 
     """
     if np.asarray(scores).size == 0:  # step 6 for a player who did not compete: one period of growth
         return Rating(r, grow(rd, sigma, 1.0), sigma).cap()
-    variance, improvement = game_terms(r, np.asarray(opp_r, dtype=float), np.asarray(opp_rd, dtype=float),
-                                       np.asarray(scores, dtype=float))  # fmt: skip
+    variance, improvement = game_terms(
+        r, np.asarray(opp_r, dtype=float), np.asarray(opp_rd, dtype=float), np.asarray(scores, dtype=float)
+    )
     return combine(r, rd, sigma, float(np.sum(variance)), float(np.sum(improvement)), tau)

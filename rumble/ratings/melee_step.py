@@ -32,21 +32,41 @@ from collections.abc import Sequence
 import numpy as np
 
 from rumble.ratings import elo, glicko, glicko2, rank_points, xonstat
-from rumble.ratings.all_pairings import (ELO, GLICKO, GLICKO2, GLICKO2_RD, GLICKO2_VOLATILITY, GLICKO_RD, RANK_POINTS,
-                                         RATED_AT, XONSTAT)  # fmt: skip
+from rumble.ratings.all_pairings import (
+    ELO,
+    GLICKO,
+    GLICKO2,
+    GLICKO2_RD,
+    GLICKO2_VOLATILITY,
+    GLICKO_RD,
+    RANK_POINTS,
+    RATED_AT,
+    XONSTAT,
+)
 
 
 def _grown(table: np.ndarray, i: int, now: float) -> tuple[float, float]:
     """Bot i's Glicko RD and Glicko-2 RD grown for the time since its last update (never rated: as is)."""
     rated_at = table[RATED_AT, i]
     elapsed = 0.0 if math.isnan(rated_at) else max(now - rated_at, 0.0)
-    return (glicko.decay(table[GLICKO_RD, i], glicko.periods(elapsed)),
-            glicko2.inactivity(table[GLICKO2_RD, i], table[GLICKO2_VOLATILITY, i], glicko2.whole_days(elapsed)))  # fmt: skip
+    return (
+        glicko.decay(table[GLICKO_RD, i], glicko.periods(elapsed)),
+        glicko2.inactivity(table[GLICKO2_RD, i], table[GLICKO2_VOLATILITY, i], glicko2.whole_days(elapsed)),
+    )
 
 
-def rate_battle(aps: np.ndarray, active: np.ndarray, table: np.ndarray, xonstat_battles: np.ndarray, n: int,
-                positions: Sequence[int], scores: Sequence[int], now: float, tau: float = glicko2.TAU,
-                upset_bonus: float = rank_points.UPSET_BONUS) -> None:  # fmt: skip
+def rate_battle(
+    aps: np.ndarray,
+    active: np.ndarray,
+    table: np.ndarray,
+    xonstat_battles: np.ndarray,
+    n: int,
+    positions: Sequence[int],
+    scores: Sequence[int],
+    now: float,
+    tau: float = glicko2.TAU,
+    upset_bonus: float = rank_points.UPSET_BONUS,
+) -> None:
     """Rate one melee battle of the bots at ``positions`` (a field's arrays, rumble.ratings.online),
     with their whole-battle ``scores``, fought at ``now`` (s since 1970); writes every bot's new
     values into ``table`` and counts the battle in ``xonstat_battles``."""
@@ -56,8 +76,9 @@ def rate_battle(aps: np.ndarray, active: np.ndarray, table: np.ndarray, xonstat_
     before = table[:, :n].copy()
     grown = [_grown(before, p, now) for p in positions]
     shares = np.array([[xonstat.score_share(scores[i], scores[j]) for j in range(k)] for i in range(k)])
-    new_xonstat = xonstat.update_melee([before[XONSTAT, p] for p in positions], [int(xonstat_battles[p]) for p in positions],
-                                       list(scores))  # fmt: skip
+    new_xonstat = xonstat.update_melee(
+        [before[XONSTAT, p] for p in positions], [int(xonstat_battles[p]) for p in positions], list(scores)
+    )
     for i, p in enumerate(positions):
         others = [j for j in range(k) if j != i]
         opp = np.array([positions[j] for j in others])
@@ -66,16 +87,47 @@ def rate_battle(aps: np.ndarray, active: np.ndarray, table: np.ndarray, xonstat_
         elo_new = before[ELO, p] + elo.delta(before[ELO, p], before[ELO, :n][live], aps[p, :n][live])
         rd1, rd2 = grown[i]
         g1, rd1_new = glicko.update(before[GLICKO, p], rd1, before[GLICKO, opp], [grown[j][0] for j in others], games)
-        g2 = glicko2.update(before[GLICKO2, p], rd2, before[GLICKO2_VOLATILITY, p], before[GLICKO2, opp],
-                            [grown[j][1] for j in others], games, tau)  # fmt: skip
-        rp = rank_points.update(before[RANK_POINTS, p], g2.r, g2.rd, float(np.mean(games)), before[GLICKO2, p],
-                                float(np.mean(before[GLICKO2, opp])), upset_bonus)  # fmt: skip
+        g2 = glicko2.update(
+            before[GLICKO2, p],
+            rd2,
+            before[GLICKO2_VOLATILITY, p],
+            before[GLICKO2, opp],
+            [grown[j][1] for j in others],
+            games,
+            tau,
+        )
+        rp = rank_points.update(
+            before[RANK_POINTS, p],
+            g2.r,
+            g2.rd,
+            float(np.mean(games)),
+            before[GLICKO2, p],
+            float(np.mean(before[GLICKO2, opp])),
+            upset_bonus,
+        )
         table[[ELO, GLICKO, GLICKO_RD, GLICKO2, GLICKO2_RD, GLICKO2_VOLATILITY, RANK_POINTS, XONSTAT, RATED_AT], p] = [
-            elo_new, g1, rd1_new, g2.r, g2.rd, g2.sigma, rp, new_xonstat[i], now]
+            elo_new,
+            g1,
+            rd1_new,
+            g2.r,
+            g2.rd,
+            g2.sigma,
+            rp,
+            new_xonstat[i],
+            now,
+        ]
         xonstat_battles[p] += 1
 
 
 def rate_field(field, bots: Sequence[int], scores: Sequence[int], now: float) -> None:
     """``rate_battle`` on a ``rumble.ratings.online.Field`` for the bots (ids, all already in it)."""
-    rate_battle(field.aps, field.active, field.table, field.xonstat_battles, len(field.ids),
-                [field.position[bot] for bot in bots], scores, now)  # fmt: skip
+    rate_battle(
+        field.aps,
+        field.active,
+        field.table,
+        field.xonstat_battles,
+        len(field.ids),
+        [field.position[bot] for bot in bots],
+        scores,
+        now,
+    )

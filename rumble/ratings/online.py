@@ -28,14 +28,29 @@ import numpy as np
 from rumble.ratings import all_pairings, elo, glicko, glicko2, rank_points, xonstat
 
 PROVISIONAL_RD = 100.0  # a rating whose deviation is above this is shown as provisional (see explain)
-_FIELDS = ("elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volatility", "rank_points", "xonstat", "rated_at")
+_FIELDS = (
+    "elo",
+    "glicko",
+    "glicko_rd",
+    "glicko2",
+    "glicko2_rd",
+    "glicko2_volatility",
+    "rank_points",
+    "xonstat",
+    "rated_at",
+)
 
 
 _NEW = {  # a new bot's values, from each method's module
-    "elo": elo.START, "glicko": glicko.R_UNRATED, "glicko_rd": glicko.RD_UNRATED, "glicko2": glicko2.R_UNRATED,
-    "glicko2_rd": glicko2.RD_UNRATED, "glicko2_volatility": glicko2.SIGMA_UNRATED, "rank_points": rank_points.START,
+    "elo": elo.START,
+    "glicko": glicko.R_UNRATED,
+    "glicko_rd": glicko.RD_UNRATED,
+    "glicko2": glicko2.R_UNRATED,
+    "glicko2_rd": glicko2.RD_UNRATED,
+    "glicko2_volatility": glicko2.SIGMA_UNRATED,
+    "rank_points": rank_points.START,
     "xonstat": xonstat.START,
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +75,6 @@ _EPOCH = datetime(1970, 1, 1)
 def seconds(received_at: str) -> float:
     """A store time "YYYY-MM-DD HH:MM:SS.mmm" (UTC) as seconds since 1970."""
     return (datetime.fromisoformat(received_at) - _EPOCH).total_seconds()
-
-
 
 
 GROWTH_STEP = 64  # bots a full field makes room for at once (see Field.add)
@@ -170,14 +183,28 @@ class Field:
         self.xonstat_battles[i] = ratings.xonstat_battles
 
 
-def rate_battle(field: Field, a: int, b: int, share_a: float, now: float, upset_bonus: float = rank_points.UPSET_BONUS) -> None:
+def rate_battle(
+    field: Field, a: int, b: int, share_a: float, now: float, upset_bonus: float = rank_points.UPSET_BONUS
+) -> None:
     """Rate a battle A vs B (their pairings already updated in ``field``): both bots' new ratings go into ``field``.
 
     ``share_a``: A's share of the battle's total score (0.5 when neither scored); ``now``: the
     battle's receive time in seconds. The step itself is compiled (``all_pairings``).
     """
-    all_pairings.rate_pair(field.aps, field.active, field.table, field.xonstat_battles, len(field.ids), field.position[a],
-                           field.position[b], share_a, now, field.work, glicko2.TAU, upset_bonus)  # fmt: skip
+    all_pairings.rate_pair(
+        field.aps,
+        field.active,
+        field.table,
+        field.xonstat_battles,
+        len(field.ids),
+        field.position[a],
+        field.position[b],
+        share_a,
+        now,
+        field.work,
+        glicko2.TAU,
+        upset_bonus,
+    )
 
 
 def provisional(rd: float) -> bool:

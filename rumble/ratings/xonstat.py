@@ -52,9 +52,7 @@ def score_share(score: int, other: int) -> float:
 
 
 @register_jitable
-def update(
-    r_a: float, r_b: float, n_a: int, n_b: int, share_a: float, fraction: float = 1.0
-) -> tuple[float, float]:
+def update(r_a: float, r_b: float, n_a: int, n_b: int, share_a: float, fraction: float = 1.0) -> tuple[float, float]:
     """Both bots' ratings after one battle.
 
     ``n_a``, ``n_b``: the battles each had in the rumble before this one; ``share_a``: A's score
@@ -81,6 +79,8 @@ def update_melee(ratings: list[float], battles_before: list[int], scores: list[i
     result = []
     for i in range(n):
         k = k_factor(battles_before[i])
-        change = sum(k * (score_share(scores[i], scores[j]) - expected_score(ratings[i], ratings[j])) for j in range(n) if j != i)
+        change = sum(
+            k * (score_share(scores[i], scores[j]) - expected_score(ratings[i], ratings[j])) for j in range(n) if j != i
+        )
         result.append(ratings[i] + change / (n - 1))
     return result

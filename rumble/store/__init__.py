@@ -23,9 +23,9 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator
-from typing import IO
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 import sqlite_utils
 
@@ -34,11 +34,11 @@ BUSY_TIMEOUT_MS = 30_000
 
 def utc_now() -> str:
     """The current UTC time as the store writes it: "YYYY-MM-DD HH:MM:SS.mmm"."""
-    return format_time(datetime.now(timezone.utc))
+    return format_time(datetime.now(UTC))
 
 
 def format_time(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
 
 
 class Store(sqlite_utils.Database):
@@ -73,7 +73,9 @@ CHECKPOINT_EVERY = 1000  # commits of one connection between its WAL checkpoints
 # while the WAL stays bounded (scripts/bench_upload.py reports its size)
 
 
-def connect(path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool = True, autocheckpoint: bool = True) -> Store:
+def connect(
+    path: str | os.PathLike, synchronous: str = "NORMAL", migrate: bool = True, autocheckpoint: bool = True
+) -> Store:
     """Open (creating if needed) the database at ``path``, apply pending migrations, return it."""
     path = str(path)
     memory = path == ":memory:"

@@ -21,7 +21,8 @@ def add_maintainer(db: Store, name: str, token_id: str, token_hash: str, now: st
     row = db.execute("SELECT revoked_at FROM maintainers WHERE name = ?", (name,)).fetchone()
     if row is None:
         db.execute(
-            "INSERT INTO maintainers (name, token_id, token_hash, created_at) VALUES (?, ?, ?, ?)", (name, token_id, token_hash, now)
+            "INSERT INTO maintainers (name, token_id, token_hash, created_at) VALUES (?, ?, ?, ?)",
+            (name, token_id, token_hash, now),
         )
     elif row[0] is None:
         raise MaintainerExists(f"maintainer {name!r} already has a valid token; revoke it first")
@@ -38,7 +39,10 @@ def revoke(db: Store, name: str, now: str) -> bool:
     cursor = db.execute("UPDATE maintainers SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", (now, name))
     if cursor.rowcount != 1:
         return False
-    db.execute("UPDATE admin_sessions SET ended_at = ?, ended_why = 'revoked' WHERE maintainer = ? AND ended_at IS NULL", (now, name))
+    db.execute(
+        "UPDATE admin_sessions SET ended_at = ?, ended_why = 'revoked' WHERE maintainer = ? AND ended_at IS NULL",
+        (now, name),
+    )
     return True
 
 
@@ -50,7 +54,9 @@ def maintainers(db: Store) -> list[dict]:
 
 def credential(db: Store, token_id: str) -> tuple[str, str] | None:
     """(name, token hash) of the maintainer whose valid token has id ``token_id``, or None."""
-    return db.execute("SELECT name, token_hash FROM maintainers WHERE token_id = ? AND revoked_at IS NULL", (token_id,)).fetchone()
+    return db.execute(
+        "SELECT name, token_hash FROM maintainers WHERE token_id = ? AND revoked_at IS NULL", (token_id,)
+    ).fetchone()
 
 
 def any_active(db: Store) -> bool:
@@ -68,8 +74,13 @@ def audit(db: Store, who: str, action: str, details: dict, battles: int, now: st
 
 def audit_rows(db: Store, limit: int = 200) -> list[dict]:
     """The newest ``limit`` audit entries, newest first, details decoded."""
-    rows = db.execute("SELECT id, who, action, details, battles, at FROM audit_log ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
-    return [dict(id=i, who=who, action=action, details=json.loads(details), battles=battles, at=at) for i, who, action, details, battles, at in rows]
+    rows = db.execute(
+        "SELECT id, who, action, details, battles, at FROM audit_log ORDER BY id DESC LIMIT ?", (limit,)
+    ).fetchall()
+    return [
+        dict(id=i, who=who, action=action, details=json.loads(details), battles=battles, at=at)
+        for i, who, action, details, battles, at in rows
+    ]
 
 
 def secret(db: Store, name: str) -> str | None:
@@ -80,5 +91,7 @@ def secret(db: Store, name: str) -> str | None:
 
 def bot_battles(db: Store, rumble_id: int, bot: int) -> int:
     """The bot's battles in the rumble: what retiring or restoring it changes the effect of."""
-    row = db.execute("SELECT battles FROM bot_summaries WHERE rumble_id = ? AND bot_id = ?", (rumble_id, bot)).fetchone()
+    row = db.execute(
+        "SELECT battles FROM bot_summaries WHERE rumble_id = ? AND bot_id = ?", (rumble_id, bot)
+    ).fetchone()
     return row[0] if row else 0

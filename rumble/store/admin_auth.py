@@ -13,7 +13,9 @@ FAILURE_COLUMNS = ("id", "at", "remote_addr", "kind", "tried", "path")
 COUNTED_KINDS = ("login", "bearer", "session")  # 'limited' rows record a refusal, not an attempt
 
 
-def start_session(db: Store, session_hash: str, maintainer: str, now: str, expires: str, remote_addr: str | None) -> None:
+def start_session(
+    db: Store, session_hash: str, maintainer: str, now: str, expires: str, remote_addr: str | None
+) -> None:
     """Record a new session of ``maintainer`` (caller's transaction)."""
     db.execute(
         "INSERT INTO admin_sessions (session_hash, maintainer, created_at, expires_at, remote_addr) VALUES (?, ?, ?, ?, ?)",
@@ -44,7 +46,8 @@ def session_state(db: Store, session_hash: str, now: str) -> tuple[str | None, s
 def end_session(db: Store, session_hash: str, now: str, why: str) -> bool:
     """End a live session (caller's transaction); False if it was not live."""
     cursor = db.execute(
-        "UPDATE admin_sessions SET ended_at = ?, ended_why = ? WHERE session_hash = ? AND ended_at IS NULL", (now, why, session_hash)
+        "UPDATE admin_sessions SET ended_at = ?, ended_why = ? WHERE session_hash = ? AND ended_at IS NULL",
+        (now, why, session_hash),
     )
     return cursor.rowcount == 1
 
@@ -55,7 +58,9 @@ def live_sessions(db: Store, maintainer: str, now: str) -> int:
     return db.execute(sql, (maintainer, now)).fetchone()[0]
 
 
-def record_failure(db: Store, at: str, remote_addr: str | None, kind: str, tried: str, path: str, keep_since: str) -> None:
+def record_failure(
+    db: Store, at: str, remote_addr: str | None, kind: str, tried: str, path: str, keep_since: str
+) -> None:
     """Log one failed attempt (caller's transaction), and forget those older than ``keep_since``."""
     db.execute(
         "INSERT INTO admin_failures (at, remote_addr, kind, tried, path) VALUES (?, ?, ?, ?, ?)",
@@ -73,5 +78,7 @@ def failures_since(db: Store, remote_addr: str | None, since: str, kinds: tuple[
 
 def recent_failures(db: Store, limit: int = 50) -> list[dict]:
     """The newest ``limit`` failures, newest first."""
-    rows = db.execute(f"SELECT {', '.join(FAILURE_COLUMNS)} FROM admin_failures ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+    rows = db.execute(
+        f"SELECT {', '.join(FAILURE_COLUMNS)} FROM admin_failures ORDER BY id DESC LIMIT ?", (limit,)
+    ).fetchall()
     return [dict(zip(FAILURE_COLUMNS, row)) for row in rows]

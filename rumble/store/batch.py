@@ -125,7 +125,9 @@ def win_rates(db: Store, rumble_id: int, ids: np.ndarray) -> np.ndarray:
 
 def seen(db: Store, rumble_id: int) -> Seen:
     """The rumble's battles in state 'ok' and its log version, as a run records them."""
-    battles = db.execute("SELECT count(*) FROM battles WHERE rumble_id = ? AND state = 'ok'", (rumble_id,)).fetchone()[0]
+    battles = db.execute("SELECT count(*) FROM battles WHERE rumble_id = ? AND state = 'ok'", (rumble_id,)).fetchone()[
+        0
+    ]
     return Seen(battles, *version(db, rumble_id))
 
 
@@ -139,14 +141,31 @@ def save_run(db: Store, rumble_id: int, run: RunRecord) -> int:
     run_id = db.execute(
         "INSERT INTO batch_runs (rumble_id, methods, source, started_at, finished_at, bots, battles, "
         "last_battle_id, last_event_id, generation, failures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (rumble_id, ",".join(run.methods), run.source, run.started_at, run.finished_at, len(run.bot_ids),
-         run.seen.battles, run.seen.last_battle_id, run.seen.last_event_id, run.seen.generation, failures),
-    ).lastrowid  # fmt: skip
+        (
+            rumble_id,
+            ",".join(run.methods),
+            run.source,
+            run.started_at,
+            run.finished_at,
+            len(run.bot_ids),
+            run.seen.battles,
+            run.seen.last_battle_id,
+            run.seen.last_event_id,
+            run.seen.generation,
+            failures,
+        ),
+    ).lastrowid
     replaced = set(run.ranks) | set(run.failures) | {"aps"}
-    db.conn.executemany("DELETE FROM batch_ranks WHERE rumble_id = ? AND method = ?", [(rumble_id, m) for m in sorted(replaced)])
+    db.conn.executemany(
+        "DELETE FROM batch_ranks WHERE rumble_id = ? AND method = ?", [(rumble_id, m) for m in sorted(replaced)]
+    )
     db.conn.executemany(
         "INSERT INTO batch_ranks (rumble_id, method, bot_id, run_id, rank, score) VALUES (?, ?, ?, ?, ?, ?)",
-        (row for method, ranking in run.ranks.items() for row in _rank_rows(rumble_id, method, run_id, run.bot_ids, ranking)),
+        (
+            row
+            for method, ranking in run.ranks.items()
+            for row in _rank_rows(rumble_id, method, run_id, run.bot_ids, ranking)
+        ),
     )
     if run.pairings is not None:
         db.execute("DELETE FROM batch_pairings WHERE rumble_id = ?", (rumble_id,))
@@ -174,12 +193,18 @@ def _pack(bot_ids: np.ndarray, pairings: dict[str, np.ndarray], i: int) -> bytes
 
 def pairing_values(db: Store, rumble_id: int, bot: int) -> dict[str, tuple[float, float]]:
     """Opponent name -> (KNNPBI, NPP) of ``bot``'s pairings in the latest run that computed them."""
-    row = db.execute("SELECT pairings FROM batch_pairings WHERE rumble_id = ? AND bot_id = ?", (rumble_id, bot)).fetchone()
+    row = db.execute(
+        "SELECT pairings FROM batch_pairings WHERE rumble_id = ? AND bot_id = ?", (rumble_id, bot)
+    ).fetchone()
     if row is None:
         return {}
     records = np.frombuffer(row[0], dtype=PAIRING_RECORD)
-    names = dict(db.execute(f"SELECT id, full_name FROM bots WHERE id IN ({', '.join('?' * len(records))})",
-                            records["opponent"].tolist()).fetchall())  # fmt: skip
+    names = dict(
+        db.execute(
+            f"SELECT id, full_name FROM bots WHERE id IN ({', '.join('?' * len(records))})",
+            records["opponent"].tolist(),
+        ).fetchall()
+    )
     return {names[int(r["opponent"])]: (float(r["knnpbi"]), float(r["npp"])) for r in records}
 
 
@@ -209,7 +234,8 @@ RUN_COLUMNS = ("id", "methods", "source", "started_at", "finished_at", "bots", "
 def runs(db: Store, rumble_id: int, limit: int = 10) -> list[dict]:
     """The rumble's latest runs, newest first."""
     rows = db.execute(
-        f"SELECT {', '.join(RUN_COLUMNS)} FROM batch_runs WHERE rumble_id = ? ORDER BY id DESC LIMIT ?", (rumble_id, limit)
+        f"SELECT {', '.join(RUN_COLUMNS)} FROM batch_runs WHERE rumble_id = ? ORDER BY id DESC LIMIT ?",
+        (rumble_id, limit),
     ).fetchall()
     return [_run_dict(row) for row in rows]
 
@@ -257,6 +283,7 @@ def alternative_rankings(db: Store, rumble_id: int, methods: tuple[str, ...]) ->
 
 def _runs_by_id(db: Store, ids: list[int]) -> list[dict]:
     rows = db.execute(
-        f"SELECT {', '.join(RUN_COLUMNS)} FROM batch_runs WHERE id IN ({', '.join('?' * len(ids))}) ORDER BY id DESC", ids
+        f"SELECT {', '.join(RUN_COLUMNS)} FROM batch_runs WHERE id IN ({', '.join('?' * len(ids))}) ORDER BY id DESC",
+        ids,
     ).fetchall()
     return [_run_dict(row) for row in rows]

@@ -9,11 +9,28 @@ from rumble.battle import Battle
 from rumble.store import Store
 
 LOG_COLUMNS = (
-    "id", "game", "version", "client", "teams", "melee", "rounds", "field", "uploader", "client_time",
-    "first_name", "first_score", "first_bullet_damage", "first_firsts",
-    "second_name", "second_score", "second_bullet_damage", "second_firsts",
-    "received_at", "remote_addr", "state",
-)  # fmt: skip
+    "id",
+    "game",
+    "version",
+    "client",
+    "teams",
+    "melee",
+    "rounds",
+    "field",
+    "uploader",
+    "client_time",
+    "first_name",
+    "first_score",
+    "first_bullet_damage",
+    "first_firsts",
+    "second_name",
+    "second_score",
+    "second_bullet_damage",
+    "second_firsts",
+    "received_at",
+    "remote_addr",
+    "state",
+)
 
 
 def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, battle: Battle) -> int | None:
@@ -24,13 +41,28 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
         "second_bot_id, second_score, second_bullet_damage, second_firsts, received_at, remote_addr, state) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (
-            rumble_id, battle.version, battle.client, int(battle.teams), int(battle.melee), battle.rounds,
-            battle.field, battle.uploader, battle.time_ms,
-            first_id, battle.first.score, battle.first.bullet_damage, battle.first.firsts,
-            second_id, battle.second.score, battle.second.bullet_damage, battle.second.firsts,
-            battle.received_at, battle.remote_addr, battle.state,
+            rumble_id,
+            battle.version,
+            battle.client,
+            int(battle.teams),
+            int(battle.melee),
+            battle.rounds,
+            battle.field,
+            battle.uploader,
+            battle.time_ms,
+            first_id,
+            battle.first.score,
+            battle.first.bullet_damage,
+            battle.first.firsts,
+            second_id,
+            battle.second.score,
+            battle.second.bullet_damage,
+            battle.second.firsts,
+            battle.received_at,
+            battle.remote_addr,
+            battle.state,
         ),
-    )  # fmt: skip
+    )
     return cursor.lastrowid if cursor.rowcount == 1 else None
 
 
@@ -61,7 +93,12 @@ class LoggedBattle:
 
 
 def iter_scored_battles(
-    db: Store, rumble_id: int, batch: int = 10_000, after: int = 0, up_to: int | None = None, states: tuple[str, ...] = ("ok",)
+    db: Store,
+    rumble_id: int,
+    batch: int = 10_000,
+    after: int = 0,
+    up_to: int | None = None,
+    states: tuple[str, ...] = ("ok",),
 ) -> Iterator[LoggedBattle]:
     """The rumble's battles in ``states`` (default 'ok') with ids in (after, up_to], in log order, read in batches."""
     last = after

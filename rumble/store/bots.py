@@ -70,8 +70,11 @@ def sync_active(db: Store, rumble_id: int, flags: dict[int, bool], now: str) -> 
     A rebuild's replay decides who is active: a bot revived by a battle that was since rolled back
     is retired again (its retirement time kept if it had one)."""
     current = dict(db.execute("SELECT bot_id, active FROM participants WHERE rumble_id = ?", (rumble_id,)).fetchall())
-    changed = [(int(active), int(active), now, rumble_id, bot) for bot, active in flags.items()
-               if bot in current and bool(current[bot]) != active]  # fmt: skip
+    changed = [
+        (int(active), int(active), now, rumble_id, bot)
+        for bot, active in flags.items()
+        if bot in current and bool(current[bot]) != active
+    ]
     db.conn.executemany(
         "UPDATE participants SET active = ?, retired_at = CASE WHEN ? THEN NULL ELSE coalesce(retired_at, ?) END "
         "WHERE rumble_id = ? AND bot_id = ?",
@@ -89,7 +92,9 @@ def participant_names(db: Store, rumble_id: int, active_only: bool = True) -> di
 
 
 def active_count(db: Store, rumble_id: int) -> int:
-    return db.execute("SELECT count(*) FROM participants WHERE rumble_id = ? AND active = 1", (rumble_id,)).fetchone()[0]
+    return db.execute("SELECT count(*) FROM participants WHERE rumble_id = ? AND active = 1", (rumble_id,)).fetchone()[
+        0
+    ]
 
 
 def record_event(db: Store, rumble_id: int, bot: int, active: bool, now: str, source: str) -> int:

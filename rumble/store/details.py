@@ -10,13 +10,37 @@ import math
 
 from rumble.rankings import details as figures
 from rumble.rankings.scores import Pairing, battle_percent, survival_percent
-from rumble.store.rumbles import by_survival
 from rumble.store import Store, read
 from rumble.store.batch import pairing_values
+from rumble.store.rumbles import by_survival
 
 RATING_COLUMNS = ("elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volatility", "rank_points", "xonstat")
-SUMMARY_COLUMNS = ("aps", "aps_ci", "pwin", "pl", "survival", "pairings", "battles", "last_battle", "wins", "draws", "losses")
-PAIRING_ORDER = ("name", "aps", "aps_ci", "survival", "battles", "last_battle", "expected", "pbi", "knnpbi", "npp", "opponent_aps")
+SUMMARY_COLUMNS = (
+    "aps",
+    "aps_ci",
+    "pwin",
+    "pl",
+    "survival",
+    "pairings",
+    "battles",
+    "last_battle",
+    "wins",
+    "draws",
+    "losses",
+)
+PAIRING_ORDER = (
+    "name",
+    "aps",
+    "aps_ci",
+    "survival",
+    "battles",
+    "last_battle",
+    "expected",
+    "pbi",
+    "knnpbi",
+    "npp",
+    "opponent_aps",
+)
 COMPARE_ORDER = ("name", "a_aps", "b_aps", "diff", "a_survival", "b_survival", "diff_survival", "opponent_aps")
 
 
@@ -77,9 +101,20 @@ def _pairings(db: Store, rumble_id: int, bot: int, elo: float | None) -> list[di
     for name, active, battles, aps, aps_m2, survival, last, opponent_elo, opponent_aps in rows:
         pairing = Pairing(battles, aps, aps_m2, survival, last)
         knnpbi, npp = (v if v is not None and math.isfinite(v) else None for v in batch.get(name, (None, None)))
-        out.append({"name": name, "active": bool(active), "aps": aps, "survival": survival, "battles": battles,
-                    "last_battle": last[:19], **figures.pairing_figures(pairing, elo, opponent_elo),
-                    "knnpbi": knnpbi, "npp": npp, "opponent_aps": opponent_aps})  # fmt: skip
+        out.append(
+            {
+                "name": name,
+                "active": bool(active),
+                "aps": aps,
+                "survival": survival,
+                "battles": battles,
+                "last_battle": last[:19],
+                **figures.pairing_figures(pairing, elo, opponent_elo),
+                "knnpbi": knnpbi,
+                "npp": npp,
+                "opponent_aps": opponent_aps,
+            }
+        )
     return out
 
 
@@ -97,7 +132,12 @@ def bot_details(db: Store, rumble_id: int, name: str, order: str = "name", now: 
         elo = summary["ratings"]["elo"] if summary["ratings"] else None
         pairings = figures.sort_rows(_pairings(db, rumble_id, bot["id"], elo), order, PAIRING_ORDER)
         versions = other_versions(db, rumble_id, bot["id"])
-    return {"bot": {"name": bot["name"], "active": bot["active"]}, "summary": summary, "pairings": pairings, "versions": versions}
+    return {
+        "bot": {"name": bot["name"], "active": bot["active"]},
+        "summary": summary,
+        "pairings": pairings,
+        "versions": versions,
+    }
 
 
 VERSION_COLUMNS = ("name", "active", "rank", "aps", "pairings", "battles", "elo", "glicko2", "last_battle")
@@ -121,8 +161,22 @@ def other_versions(db: Store, rumble_id: int, bot: int) -> list[dict]:
     return [{**dict(zip(VERSION_COLUMNS, row)), "active": bool(row[1])} for row in rows]
 
 
-BATTLE_COLUMNS = ("id", "received_at", "client_time", "a_first", "a_score", "b_score", "a_bullet_damage",
-                  "b_bullet_damage", "a_firsts", "b_firsts", "rounds", "uploader", "client", "state")  # fmt: skip
+BATTLE_COLUMNS = (
+    "id",
+    "received_at",
+    "client_time",
+    "a_first",
+    "a_score",
+    "b_score",
+    "a_bullet_damage",
+    "b_bullet_damage",
+    "a_firsts",
+    "b_firsts",
+    "rounds",
+    "uploader",
+    "client",
+    "state",
+)
 
 
 def _pairing_battles(db: Store, rumble_id: int, a: int, b: int) -> list[dict]:
@@ -148,7 +202,9 @@ def _pairing_battles(db: Store, rumble_id: int, a: int, b: int) -> list[dict]:
         battle = dict(zip(BATTLE_COLUMNS, row))
         battle["a_first"] = bool(battle["a_first"])
         battle["received_at"] = battle["received_at"][:19]
-        a_share, b_share = (battle["a_firsts"], battle["b_firsts"]) if by_rounds else (battle["a_score"], battle["b_score"])
+        a_share, b_share = (
+            (battle["a_firsts"], battle["b_firsts"]) if by_rounds else (battle["a_score"], battle["b_score"])
+        )
         battle["a_percent"] = battle_percent(a_share, b_share)
         battle["b_percent"] = battle_percent(b_share, a_share)
         battle["a_survival"] = survival_percent(battle["a_firsts"], battle["rounds"])
@@ -166,8 +222,13 @@ def _pairing_row(db: Store, rumble_id: int, a: int, b: int) -> dict | None:
     if row is None:
         return None
     pairing = Pairing(*row)
-    return {"battles": pairing.battles, "aps": pairing.aps, "survival": pairing.survival,
-            "last_battle": pairing.last_battle[:19], "aps_ci": figures.pairing_figures(pairing, None, None)["aps_ci"]}  # fmt: skip
+    return {
+        "battles": pairing.battles,
+        "aps": pairing.aps,
+        "survival": pairing.survival,
+        "last_battle": pairing.last_battle[:19],
+        "aps_ci": figures.pairing_figures(pairing, None, None)["aps_ci"],
+    }
 
 
 def pairing_page(db: Store, rumble_id: int, name_a: str, name_b: str) -> dict | None:
@@ -198,13 +259,26 @@ def _common_rows(mine: dict[str, tuple], theirs: dict[str, tuple], exclude: set[
     rows = []
     for name in sorted(set(mine) & set(theirs) - exclude):
         (a_aps, a_surv, a_battles, opp_aps), (b_aps, b_surv, b_battles, _) = mine[name], theirs[name]
-        rows.append({"name": name, "a_aps": a_aps, "b_aps": b_aps, "diff": a_aps - b_aps, "a_survival": a_surv,
-                     "b_survival": b_surv, "diff_survival": a_surv - b_surv, "a_battles": a_battles,
-                     "b_battles": b_battles, "opponent_aps": opp_aps})  # fmt: skip
+        rows.append(
+            {
+                "name": name,
+                "a_aps": a_aps,
+                "b_aps": b_aps,
+                "diff": a_aps - b_aps,
+                "a_survival": a_surv,
+                "b_survival": b_surv,
+                "diff_survival": a_surv - b_surv,
+                "a_battles": a_battles,
+                "b_battles": b_battles,
+                "opponent_aps": opp_aps,
+            }
+        )
     return rows
 
 
-def bot_compare(db: Store, rumble_id: int, name_a: str, name_b: str, order: str = "name", now: float | None = None) -> dict | None:
+def bot_compare(
+    db: Store, rumble_id: int, name_a: str, name_b: str, order: str = "name", now: float | None = None
+) -> dict | None:
     """The comparison page: A and B over their common live opponents, the mean APS difference with its
     paired t-interval and verdict, the win probabilities from the ratings, and A's pairing against B.
     None if a bot is unknown; KeyError for an ``order`` not in COMPARE_ORDER. The win probabilities
@@ -213,21 +287,32 @@ def bot_compare(db: Store, rumble_id: int, name_a: str, name_b: str, order: str 
         a, b = find_participant(db, rumble_id, name_a), find_participant(db, rumble_id, name_b)
         if a is None or b is None:
             return None
-        rows = _common_rows(_live_pairings(db, rumble_id, a["id"]), _live_pairings(db, rumble_id, b["id"]), {a["name"], b["name"]})
+        rows = _common_rows(
+            _live_pairings(db, rumble_id, a["id"]), _live_pairings(db, rumble_id, b["id"]), {a["name"], b["name"]}
+        )
         ratings = [_summary(db, rumble_id, bot["id"], now)["ratings"] for bot in (a, b)]
         head_to_head = _pairing_row(db, rumble_id, a["id"], b["id"])
     interval = figures.paired_interval([row["diff"] for row in rows])
     return {
-        "bota": a["name"], "botb": b["name"], "common": len(rows),
-        "a_aps": _mean(rows, "a_aps"), "b_aps": _mean(rows, "b_aps"),
-        "a_survival": _mean(rows, "a_survival"), "b_survival": _mean(rows, "b_survival"),
-        "diff": {"mean": interval.mean, "low": interval.low, "high": interval.high, "confidence": figures.CONFIDENCE,
-                 "method": "paired t-interval over the common opponents"},
+        "bota": a["name"],
+        "botb": b["name"],
+        "common": len(rows),
+        "a_aps": _mean(rows, "a_aps"),
+        "b_aps": _mean(rows, "b_aps"),
+        "a_survival": _mean(rows, "a_survival"),
+        "b_survival": _mean(rows, "b_survival"),
+        "diff": {
+            "mean": interval.mean,
+            "low": interval.low,
+            "high": interval.high,
+            "confidence": figures.CONFIDENCE,
+            "method": "paired t-interval over the common opponents",
+        },
         "verdict": figures.verdict(a["name"], b["name"], interval),
         "win_probability": figures.win_probabilities(*ratings),
         "head_to_head": head_to_head,
         "rows": figures.sort_rows(rows, order, COMPARE_ORDER),
-    }  # fmt: skip
+    }
 
 
 def _mean(rows: list[dict], key: str) -> float | None:

@@ -25,18 +25,36 @@ NOT_EXPORTED = {"priority_battles", "audit_log", "maintainers", "secrets"}
 # Columns replaced in the copy: table -> column -> SQL expression over the source row.
 REDACTED = {
     "battles": {"remote_addr": "NULL"},
-    "participant_events": {"source": "CASE WHEN instr(source, ' from ') > 0 THEN substr(source, 1, instr(source, ' from ') - 1) ELSE source END"},
+    "participant_events": {
+        "source": "CASE WHEN instr(source, ' from ') > 0 THEN substr(source, 1, instr(source, ' from ') - 1) ELSE source END"
+    },
 }
 PAIRING_COLUMNS = ("bot", "opponent", "opponent_active", "battles", "aps", "survival", "last_battle")
-BATTLE_COLUMNS = ("id", "received_at", "client_time", "first", "first_score", "first_bullet_damage", "first_firsts",
-                  "second", "second_score", "second_bullet_damage", "second_firsts", "rounds", "uploader", "client", "state")  # fmt: skip
+BATTLE_COLUMNS = (
+    "id",
+    "received_at",
+    "client_time",
+    "first",
+    "first_score",
+    "first_bullet_damage",
+    "first_firsts",
+    "second",
+    "second_score",
+    "second_bullet_damage",
+    "second_firsts",
+    "rounds",
+    "uploader",
+    "client",
+    "state",
+)
 
 
 @contextlib.contextmanager
 def snapshot(path: str | os.PathLike) -> Iterator[sqlite3.Connection]:
     """A read-only connection to the database at ``path`` inside one read transaction."""
-    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
-                           timeout=BUSY_TIMEOUT_MS / 1000)  # fmt: skip
+    conn = sqlite3.connect(
+        f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+    )
     try:
         conn.execute("BEGIN")
         yield conn
@@ -87,8 +105,15 @@ def battle_rows(conn: sqlite3.Connection, rumble_id: int) -> Iterator[tuple]:
 
 def _exported_tables(conn: sqlite3.Connection) -> list[str]:
     """``rumbles``, ``bots`` and every table with a rumble_id column not in NOT_EXPORTED, in schema order."""
-    names = [row[0] for row in conn.execute("SELECT name FROM src.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
-    return [n for n in names if n in ("rumbles", "bots") or (n not in NOT_EXPORTED and "rumble_id" in _columns(conn, n))]
+    names = [
+        row[0]
+        for row in conn.execute(
+            "SELECT name FROM src.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+        )
+    ]
+    return [
+        n for n in names if n in ("rumbles", "bots") or (n not in NOT_EXPORTED and "rumble_id" in _columns(conn, n))
+    ]
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -120,11 +145,18 @@ def copy_rumble(path: str | os.PathLike, rumble_id: int, dest: str | os.PathLike
         version = log_version(conn, rumble_id, "src")  # the first read of src: the snapshot's own version
         tables = _exported_tables(conn)
         for table in tables:
-            conn.execute(conn.execute("SELECT sql FROM src.sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()[0])
+            conn.execute(
+                conn.execute(
+                    "SELECT sql FROM src.sqlite_master WHERE type = 'table' AND name = ?", (table,)
+                ).fetchone()[0]
+            )
             columns = _columns(conn, table)
             select = ", ".join(REDACTED.get(table, {}).get(c, f'"{c}"') for c in columns)
             quoted = ", ".join(f'"{c}"' for c in columns)
-            cursor = conn.execute(f'INSERT INTO main."{table}" ({quoted}) SELECT {select} FROM src."{table}" {_where(table)}', {"rumble": rumble_id})
+            cursor = conn.execute(
+                f'INSERT INTO main."{table}" ({quoted}) SELECT {select} FROM src."{table}" {_where(table)}',
+                {"rumble": rumble_id},
+            )
             counts[table] = cursor.rowcount
         for (sql,) in conn.execute(
             f"SELECT sql FROM src.sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN ({', '.join('?' * len(tables))})",

@@ -11,15 +11,26 @@ leaves it as it is.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from rumble.store import Store
 
-HISTORY_COLUMNS = ("day", "rank", "xonstat_rank", "aps", "battles", "elo", "glicko", "glicko2", "rank_points", "xonstat")
+HISTORY_COLUMNS = (
+    "day",
+    "rank",
+    "xonstat_rank",
+    "aps",
+    "battles",
+    "elo",
+    "glicko",
+    "glicko2",
+    "rank_points",
+    "xonstat",
+)
 
 
 def today() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    return datetime.now(UTC).strftime("%Y-%m-%d")
 
 
 def snapshot_day(db: Store, day: str | None = None) -> int:

@@ -32,7 +32,9 @@ class BattleFilter:
 
     def selects_something_specific(self) -> bool:
         """True if a criterion beyond the game is given: no action may touch a whole rumble by accident."""
-        return any(v is not None for v in (self.uploader, self.remote_addr, self.client, self.since, self.until)) or bool(self.ids)
+        return any(
+            v is not None for v in (self.uploader, self.remote_addr, self.client, self.since, self.until)
+        ) or bool(self.ids)
 
     def describe(self) -> dict:
         """The given criteria, for the audit log."""
@@ -46,7 +48,12 @@ def _where(f: BattleFilter, states: Iterable[str]) -> tuple[str, list]:
     """The WHERE clause (over ``battles b`` joined to ``rumbles r``) and its parameters."""
     states = tuple(states)
     clauses, params = [f"b.state IN ({', '.join('?' * len(states))})"], list(states)
-    for column, value in (("r.name", f.game), ("b.uploader", f.uploader), ("b.remote_addr", f.remote_addr), ("b.client", f.client)):
+    for column, value in (
+        ("r.name", f.game),
+        ("b.uploader", f.uploader),
+        ("b.remote_addr", f.remote_addr),
+        ("b.client", f.client),
+    ):
         if value is not None:
             clauses.append(f"{column} = ?")
             params.append(value)
@@ -126,8 +133,23 @@ def rumble_rounds(db: Store, name: str) -> int | None:
     return row[0] if row else None
 
 
-BATTLE_COLUMNS = ("id", "game", "uploader", "remote_addr", "client", "received_at", "first", "first_score", "first_firsts",
-                  "second", "second_score", "second_firsts", "rounds", "state", "reason")  # fmt: skip
+BATTLE_COLUMNS = (
+    "id",
+    "game",
+    "uploader",
+    "remote_addr",
+    "client",
+    "received_at",
+    "first",
+    "first_score",
+    "first_firsts",
+    "second",
+    "second_score",
+    "second_firsts",
+    "rounds",
+    "state",
+    "reason",
+)
 
 
 def battles_in_state(db: Store, state: str, limit: int = 200) -> list[dict]:
@@ -145,9 +167,13 @@ def battles_in_state(db: Store, state: str, limit: int = 200) -> list[dict]:
 
 def record_flag_reason(db: Store, battle_id: int, reason: str, now: str) -> None:
     """Why the server flagged a battle on arrival (the plausibility check's words)."""
-    db.execute("INSERT OR IGNORE INTO battle_flags (battle_id, reason, flagged_at) VALUES (?, ?, ?)", (battle_id, reason, now))
+    db.execute(
+        "INSERT OR IGNORE INTO battle_flags (battle_id, reason, flagged_at) VALUES (?, ?, ?)", (battle_id, reason, now)
+    )
 
 
 def logged_battles(db: Store, game: str) -> int:
     """The rumble's battles in the log, in any state (0 for an unknown rumble)."""
-    return db.execute("SELECT count(*) FROM battles b JOIN rumbles r ON r.id = b.rumble_id WHERE r.name = ?", (game,)).fetchone()[0]
+    return db.execute(
+        "SELECT count(*) FROM battles b JOIN rumbles r ON r.id = b.rumble_id WHERE r.name = ?", (game,)
+    ).fetchone()[0]

@@ -6,12 +6,26 @@ import json
 
 from rumble.store import Store
 
-_COLUMNS = ("id", "kind", "args", "state", "progress", "requested_by", "pid", "created", "started", "finished", "result", "error")
+_COLUMNS = (
+    "id",
+    "kind",
+    "args",
+    "state",
+    "progress",
+    "requested_by",
+    "pid",
+    "created",
+    "started",
+    "finished",
+    "result",
+    "error",
+)
 
 
 def add_job(db: Store, kind: str, args: dict, requested_by: str, now: str) -> int:
     return db.execute(
-        "INSERT INTO jobs (kind, args, requested_by, created) VALUES (?, ?, ?, ?)", (kind, json.dumps(args), requested_by, now)
+        "INSERT INTO jobs (kind, args, requested_by, created) VALUES (?, ?, ?, ?)",
+        (kind, json.dumps(args), requested_by, now),
     ).lastrowid
 
 
@@ -21,7 +35,9 @@ def job(db: Store, job_id: int) -> dict | None:
 
 
 def recent_jobs(db: Store, limit: int = 20) -> list[dict]:
-    return [_dict(row) for row in db.execute(f"SELECT {', '.join(_COLUMNS)} FROM jobs ORDER BY id DESC LIMIT ?", (limit,))]
+    return [
+        _dict(row) for row in db.execute(f"SELECT {', '.join(_COLUMNS)} FROM jobs ORDER BY id DESC LIMIT ?", (limit,))
+    ]
 
 
 def _dict(row: tuple) -> dict:
@@ -33,9 +49,13 @@ def _dict(row: tuple) -> dict:
 
 def start_job(db: Store, job_id: int, pid: int, now: str) -> bool:
     """Mark a queued job running in process ``pid``; False if it was not queued (taken, or unknown)."""
-    return db.execute(
-        "UPDATE jobs SET state = 'running', pid = ?, started = ? WHERE id = ? AND state = 'queued'", (pid, now, job_id)
-    ).rowcount == 1
+    return (
+        db.execute(
+            "UPDATE jobs SET state = 'running', pid = ?, started = ? WHERE id = ? AND state = 'queued'",
+            (pid, now, job_id),
+        ).rowcount
+        == 1
+    )
 
 
 def set_progress(db: Store, job_id: int, progress: str) -> None:
@@ -45,5 +65,11 @@ def set_progress(db: Store, job_id: int, progress: str) -> None:
 def finish_job(db: Store, job_id: int, now: str, result: dict | None = None, error: str | None = None) -> None:
     db.execute(
         "UPDATE jobs SET state = ?, finished = ?, result = ?, error = ? WHERE id = ?",
-        ("failed" if error is not None else "done", now, json.dumps(result) if result is not None else None, error, job_id),
+        (
+            "failed" if error is not None else "done",
+            now,
+            json.dumps(result) if result is not None else None,
+            error,
+            job_id,
+        ),
     )

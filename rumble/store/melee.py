@@ -62,8 +62,14 @@ def pair_row(db: Store, battle_id: int) -> PairRow:
     return _pair(db.execute(f"SELECT {_PAIR} FROM battles WHERE id = ?", (battle_id,)).fetchone())
 
 
-def iter_pairs(db: Store, rumble_id: int, batch: int = 10_000, after: int = 0, up_to: int | None = None,
-               states: tuple[str, ...] = ("ok",)) -> Iterator[tuple[str, PairRow]]:  # fmt: skip
+def iter_pairs(
+    db: Store,
+    rumble_id: int,
+    batch: int = 10_000,
+    after: int = 0,
+    up_to: int | None = None,
+    states: tuple[str, ...] = ("ok",),
+) -> Iterator[tuple[str, PairRow]]:
     """(state, pair) of the rumble's pairs in ``states`` with log ids in (after, up_to], in log order (for a rebuild)."""
     last = after
     bound = up_to if up_to is not None else 1 << 62
@@ -141,7 +147,9 @@ def create_battle(db: Store, melee_id: int, rumble_id: int, uploader: str, clien
 
 def add_pair(db: Store, melee_id: int, pair: PairRow, late: bool) -> None:
     """Record ``pair`` as part of battle ``melee_id`` (its bots' figures too, if new to the battle)."""
-    db.execute("INSERT INTO melee_pairs (battle_id, melee_battle_id, late) VALUES (?, ?, ?)", (pair.id, melee_id, int(late)))
+    db.execute(
+        "INSERT INTO melee_pairs (battle_id, melee_battle_id, late) VALUES (?, ?, ?)", (pair.id, melee_id, int(late))
+    )
     if late:
         db.execute("UPDATE melee_battles SET late_pairs = late_pairs + 1 WHERE id = ?", (melee_id,))
         return
@@ -213,8 +221,22 @@ def bot_page(db: Store, rumble_id: int, name: str, limit: int = 20) -> dict | No
         "WHERE e.bot_id = ? AND m.rumble_id = ? ORDER BY m.id DESC LIMIT ?",
         (row[0], rumble_id, limit),
     ).fetchall()
-    keys = ("id", "received_at", "state", "closed_by", "pairs", "score", "rank", "mu_before", "mu_after",
-            "sigma_before", "sigma_after", "xonstat_before", "xonstat_after", "bots")  # fmt: skip
+    keys = (
+        "id",
+        "received_at",
+        "state",
+        "closed_by",
+        "pairs",
+        "score",
+        "rank",
+        "mu_before",
+        "mu_after",
+        "sigma_before",
+        "sigma_after",
+        "xonstat_before",
+        "xonstat_after",
+        "bots",
+    )
     rating = MeleeRating(*row[1:]) if row[1] is not None else None
     if rating is None and not battles:
         return None
@@ -232,20 +254,28 @@ def put_ratings(db: Store, rumble_id: int, rows: Iterable[tuple[int, MeleeRating
 def record_sweep(db: Store, rumble_id: int, swept_at: str) -> int:
     """Record a sweep of the rumble at ``swept_at``; returns the battle id it comes after."""
     after = db.execute("SELECT coalesce(max(id), 0) FROM battles WHERE rumble_id = ?", (rumble_id,)).fetchone()[0]
-    db.execute("INSERT INTO melee_sweeps (rumble_id, after_battle_id, swept_at) VALUES (?, ?, ?)", (rumble_id, after, swept_at))
+    db.execute(
+        "INSERT INTO melee_sweeps (rumble_id, after_battle_id, swept_at) VALUES (?, ?, ?)", (rumble_id, after, swept_at)
+    )
     return after
 
 
 def sweeps_in_order(db: Store, rumble_id: int, after: int = 0) -> list[tuple[int, int, str]]:
     """The rumble's recorded sweeps after sweep ``after`` as (sweep id, after battle id, time), in order."""
     return db.execute(
-        "SELECT id, after_battle_id, swept_at FROM melee_sweeps WHERE rumble_id = ? AND id > ? ORDER BY id", (rumble_id, after)
+        "SELECT id, after_battle_id, swept_at FROM melee_sweeps WHERE rumble_id = ? AND id > ? ORDER BY id",
+        (rumble_id, after),
     ).fetchall()
 
 
 _TABLES = ("melee_battles", "melee_entries", "melee_pairs", "melee_ratings")
 # Each table's key, and which of its rows belong to rumble ? (given twice: the main table's and the shadow's ids)
-_KEYS = {"melee_battles": "id", "melee_entries": "melee_battle_id, bot_id", "melee_pairs": "battle_id", "melee_ratings": "rumble_id, bot_id"}
+_KEYS = {
+    "melee_battles": "id",
+    "melee_entries": "melee_battle_id, bot_id",
+    "melee_pairs": "battle_id",
+    "melee_ratings": "rumble_id, bot_id",
+}
 
 
 def make_shadow(db: Store) -> None:
@@ -281,12 +311,18 @@ def swap_shadow(db: Store, rumble_id: int) -> int:
     """Make the rumble's rows of the main melee tables equal to the shadow's (caller holds the write
     transaction): only the rows that differ are deleted or inserted. The number of rows written."""
     written = 0
-    for table in ("melee_entries", "melee_pairs", "melee_battles", "melee_ratings"):  # entries and pairs first: they find the rumble's battles
+    for table in (
+        "melee_entries",
+        "melee_pairs",
+        "melee_battles",
+        "melee_ratings",
+    ):  # entries and pairs first: they find the rumble's battles
         key = _KEYS[table]
         gone = f"SELECT {key} FROM ({_rumble_rows('main', table)} EXCEPT SELECT * FROM temp.{table})"
         written += db.execute(f"DELETE FROM main.{table} WHERE ({key}) IN ({gone})", {"rumble": rumble_id}).rowcount
         written += db.execute(
-            f"INSERT INTO main.{table} SELECT * FROM temp.{table} EXCEPT {_rumble_rows('main', table)}", {"rumble": rumble_id}
+            f"INSERT INTO main.{table} SELECT * FROM temp.{table} EXCEPT {_rumble_rows('main', table)}",
+            {"rumble": rumble_id},
         ).rowcount
     return written
 
@@ -306,7 +342,11 @@ def clear_rumble(db: Store, rumble_id: int) -> None:
 
 def battle_counts(db: Store, rumble_id: int) -> dict[str, int]:
     """How many reassembled battles are rated and how many still wait for pairs."""
-    rows = dict(db.execute("SELECT state, count(*) FROM melee_battles WHERE rumble_id = ? GROUP BY state", (rumble_id,)).fetchall())
+    rows = dict(
+        db.execute(
+            "SELECT state, count(*) FROM melee_battles WHERE rumble_id = ? GROUP BY state", (rumble_id,)
+        ).fetchall()
+    )
     return {"rated": rows.get("rated", 0), "open": rows.get("open", 0)}
 
 
@@ -315,8 +355,14 @@ def dump(db: Store, rumble_id: int) -> dict[str, list[tuple]]:
     ids = "SELECT id FROM melee_battles WHERE rumble_id = ?"
     return {
         "battles": db.execute("SELECT * FROM melee_battles WHERE rumble_id = ? ORDER BY id", (rumble_id,)).fetchall(),
-        "entries": db.execute(f"SELECT * FROM melee_entries WHERE melee_battle_id IN ({ids}) ORDER BY melee_battle_id, bot_id",
-                              (rumble_id,)).fetchall(),  # fmt: skip
-        "pairs": db.execute(f"SELECT * FROM melee_pairs WHERE melee_battle_id IN ({ids}) ORDER BY battle_id", (rumble_id,)).fetchall(),
-        "ratings": db.execute("SELECT * FROM melee_ratings WHERE rumble_id = ? ORDER BY bot_id", (rumble_id,)).fetchall(),
+        "entries": db.execute(
+            f"SELECT * FROM melee_entries WHERE melee_battle_id IN ({ids}) ORDER BY melee_battle_id, bot_id",
+            (rumble_id,),
+        ).fetchall(),
+        "pairs": db.execute(
+            f"SELECT * FROM melee_pairs WHERE melee_battle_id IN ({ids}) ORDER BY battle_id", (rumble_id,)
+        ).fetchall(),
+        "ratings": db.execute(
+            "SELECT * FROM melee_ratings WHERE rumble_id = ? ORDER BY bot_id", (rumble_id,)
+        ).fetchall(),
     }

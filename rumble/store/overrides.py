@@ -10,7 +10,10 @@ from rumble.store import Store
 
 def all_overrides(db: Store) -> dict[tuple[str, str], Any]:
     """Every stored setting: (scope, name) -> its decoded value."""
-    return {(scope, name): json.loads(value) for scope, name, value in db.execute("SELECT scope, name, value FROM admin_settings")}
+    return {
+        (scope, name): json.loads(value)
+        for scope, name, value in db.execute("SELECT scope, name, value FROM admin_settings")
+    }
 
 
 def put_override(db: Store, scope: str, name: str, value: Any, now: str, who: str) -> None:
@@ -28,9 +31,14 @@ def drop_override(db: Store, scope: str, name: str) -> bool:
 
 def set_rumble_row(db: Store, name: str, rounds: int, field: str, melee: bool, teams: bool) -> None:
     """Keep the rumbles table (what the pages and a rebuild read) in step with the effective settings."""
-    db.execute("UPDATE rumbles SET rounds = ?, field = ?, melee = ?, teams = ? WHERE name = ?", (rounds, field, int(melee), int(teams), name))
+    db.execute(
+        "UPDATE rumbles SET rounds = ?, field = ?, melee = ?, teams = ? WHERE name = ?",
+        (rounds, field, int(melee), int(teams), name),
+    )
 
 
 def logged_battles(db: Store, name: str) -> int:
     """The rumble's battles in the log, in any state."""
-    return db.execute("SELECT count(*) FROM battles b JOIN rumbles r ON r.id = b.rumble_id WHERE r.name = ?", (name,)).fetchone()[0]
+    return db.execute(
+        "SELECT count(*) FROM battles b JOIN rumbles r ON r.id = b.rumble_id WHERE r.name = ?", (name,)
+    ).fetchone()[0]

@@ -75,7 +75,10 @@ def put_totals(db: Store, rumble_id: int, rows: Iterable[tuple[int, Totals, Summ
     db.conn.executemany(
         f"INSERT OR REPLACE INTO bot_summaries (rumble_id, bot_id, {_TOTALS}, aps, aps_ci, survival, pl, pwin, "
         "last_battle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(rumble_id, bot, *_totals_to_row(t), s.aps, s.aps_ci, s.survival, s.pl, s.pwin, last) for bot, t, s, last in rows],
+        [
+            (rumble_id, bot, *_totals_to_row(t), s.aps, s.aps_ci, s.survival, s.pl, s.pwin, last)
+            for bot, t, s, last in rows
+        ],
     )
 
 
@@ -100,12 +103,18 @@ def replace_pairings(db: Store, rumble_id: int, rows: Iterable[tuple[int, int, P
     """Write (bot, opponent, pairing, priority) rows over whatever the table has for them."""
     db.conn.executemany(
         f"INSERT OR REPLACE INTO pairings (rumble_id, bot_id, opponent_id, {_PAIRING}, priority) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        ((rumble_id, a, b, p.battles, p.aps, p.aps_m2, p.survival, p.last_battle, priority) for a, b, p, priority in rows),
+        (
+            (rumble_id, a, b, p.battles, p.aps, p.aps_m2, p.survival, p.last_battle, priority)
+            for a, b, p, priority in rows
+        ),
     )
 
 
 def delete_pairings(db: Store, rumble_id: int, keys: Iterable[tuple[int, int]]) -> None:
-    db.conn.executemany("DELETE FROM pairings WHERE rumble_id = ? AND bot_id = ? AND opponent_id = ?", ((rumble_id, a, b) for a, b in keys))
+    db.conn.executemany(
+        "DELETE FROM pairings WHERE rumble_id = ? AND bot_id = ? AND opponent_id = ?",
+        ((rumble_id, a, b) for a, b in keys),
+    )
 
 
 def clear_totals(db: Store, rumble_id: int) -> None:
@@ -119,4 +128,7 @@ def clear_rumble(db: Store, rumble_id: int) -> None:
 
 
 def all_participant_ids(db: Store, rumble_id: int) -> list[int]:
-    return [row[0] for row in db.execute("SELECT bot_id FROM participants WHERE rumble_id = ? ORDER BY bot_id", (rumble_id,))]
+    return [
+        row[0]
+        for row in db.execute("SELECT bot_id FROM participants WHERE rumble_id = ? ORDER BY bot_id", (rumble_id,))
+    ]

@@ -46,13 +46,17 @@ def forget_handed_out(db: Store, rumble_id: int, before: str) -> list[tuple[int,
 
 def held_pairs(db: Store, rumble_id: int) -> set[tuple[int, int]]:
     """Pairs (a, b) waiting in the queue or handed out recently."""
-    return {(a, b) for a, b in db.execute("SELECT bot_id, opponent_id FROM priority_battles WHERE rumble_id = ?", (rumble_id,))}
+    return {
+        (a, b)
+        for a, b in db.execute("SELECT bot_id, opponent_id FROM priority_battles WHERE rumble_id = ?", (rumble_id,))
+    }
 
 
 def set_priority(db: Store, rumble_id: int, a: int, b: int, priority: float) -> None:
     """Put pairing (a, b), a < b, back into the priority index."""
     db.execute(
-        "UPDATE pairings SET priority = ? WHERE rumble_id = ? AND bot_id = ? AND opponent_id = ?", (priority, rumble_id, a, b)
+        "UPDATE pairings SET priority = ? WHERE rumble_id = ? AND bot_id = ? AND opponent_id = ?",
+        (priority, rumble_id, a, b),
     )
 
 
@@ -96,4 +100,3 @@ def top_pairings(db: Store, rumble_id: int, limit: int) -> list[tuple[int, int, 
         "ORDER BY x.priority DESC LIMIT ?",
         (rumble_id, limit),
     ).fetchall()
-

@@ -8,8 +8,18 @@ from collections.abc import Iterable, Iterator
 from rumble.ratings.online import BotRatings
 from rumble.store import Store
 
-COLUMNS = ("elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volatility", "rank_points", "xonstat",
-           "rated_at", "xonstat_battles")  # fmt: skip  (BotRatings' field order)
+COLUMNS = (
+    "elo",
+    "glicko",
+    "glicko_rd",
+    "glicko2",
+    "glicko2_rd",
+    "glicko2_volatility",
+    "rank_points",
+    "xonstat",
+    "rated_at",
+    "xonstat_battles",
+)  # (BotRatings' field order)
 _SELECT = ", ".join(COLUMNS)
 
 
@@ -17,9 +27,24 @@ def put_ratings(db: Store, rumble_id: int, rows: Iterable[tuple[int, BotRatings]
     """Write (bot, ratings) rows."""
     db.conn.executemany(
         f"INSERT OR REPLACE INTO ratings (rumble_id, bot_id, {_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(rumble_id, bot, r.elo, r.glicko, r.glicko_rd, r.glicko2, r.glicko2_rd, r.glicko2_volatility, r.rank_points,
-          r.xonstat, r.rated_at, r.xonstat_battles) for bot, r in rows],
-    )  # fmt: skip
+        [
+            (
+                rumble_id,
+                bot,
+                r.elo,
+                r.glicko,
+                r.glicko_rd,
+                r.glicko2,
+                r.glicko2_rd,
+                r.glicko2_volatility,
+                r.rank_points,
+                r.xonstat,
+                r.rated_at,
+                r.xonstat_battles,
+            )
+            for bot, r in rows
+        ],
+    )
 
 
 def ratings_of(db: Store, rumble_id: int, bots: list[int] | None = None) -> dict[int, BotRatings]:
@@ -84,15 +109,24 @@ def bots_rated_by_melee_battles(db: Store, rumble_id: int, battle_ids: list[int]
     changed with that upload, rumble/melee.py)."""
     if not battle_ids:
         return []
-    return [row[0] for row in db.execute(
-        "SELECT DISTINCT e.bot_id FROM melee_battles m JOIN melee_entries e ON e.melee_battle_id = m.id "
-        f"WHERE m.rumble_id = ? AND m.closed_after_battle_id IN ({', '.join('?' * len(battle_ids))})", (rumble_id, *battle_ids))]  # fmt: skip
+    return [
+        row[0]
+        for row in db.execute(
+            "SELECT DISTINCT e.bot_id FROM melee_battles m JOIN melee_entries e ON e.melee_battle_id = m.id "
+            f"WHERE m.rumble_id = ? AND m.closed_after_battle_id IN ({', '.join('?' * len(battle_ids))})",
+            (rumble_id, *battle_ids),
+        )
+    ]
 
 
 def bots_with_events_since(db: Store, rumble_id: int, event_id: int) -> list[int]:
     """The bots retired or restored in the rumble after event ``event_id``."""
-    return [row[0] for row in db.execute(
-        "SELECT DISTINCT bot_id FROM participant_events WHERE rumble_id = ? AND id > ?", (rumble_id, event_id))]  # fmt: skip
+    return [
+        row[0]
+        for row in db.execute(
+            "SELECT DISTINCT bot_id FROM participant_events WHERE rumble_id = ? AND id > ?", (rumble_id, event_id)
+        )
+    ]
 
 
 def participants(db: Store, rumble_id: int, bots: list[int] | None = None) -> list[tuple[int, bool]]:
@@ -128,6 +162,10 @@ def pairing_aps_chunks(db: Store, rumble_id: int, size: int = 50_000) -> Iterato
 def events_in_order(db: Store, rumble_id: int, after: int = 0) -> list[tuple[int, int, bool, int]]:
     """(event id, bot, active, after battle id) of the rumble's retirements and restorations after
     event ``after``, in order."""
-    return [(e, bot, bool(active), after_battle) for e, bot, active, after_battle in db.execute(
-        "SELECT id, bot_id, active, after_battle_id FROM participant_events WHERE rumble_id = ? AND id > ? ORDER BY id",
-        (rumble_id, after))]  # fmt: skip
+    return [
+        (e, bot, bool(active), after_battle)
+        for e, bot, active, after_battle in db.execute(
+            "SELECT id, bot_id, active, after_battle_id FROM participant_events WHERE rumble_id = ? AND id > ? ORDER BY id",
+            (rumble_id, after),
+        )
+    ]

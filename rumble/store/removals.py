@@ -8,7 +8,9 @@ from rumble.store import Store
 COLUMNS = ("id", "at", "remote_addr", "user_agent", "game", "name", "outcome")
 
 
-def record(db: Store, at: str, remote_addr: str | None, user_agent: str | None, game: str, name: str, outcome: str) -> None:
+def record(
+    db: Store, at: str, remote_addr: str | None, user_agent: str | None, game: str, name: str, outcome: str
+) -> None:
     """Log one request and what became of it (inside the request's write transaction)."""
     db.execute(
         "INSERT INTO removal_requests (at, remote_addr, user_agent, game, name, outcome) VALUES (?, ?, ?, ?, ?, ?)",
@@ -28,5 +30,7 @@ def count_since(db: Store, remote_addr: str | None, since: str, outcome: str | N
 
 def recent(db: Store, limit: int = 50) -> list[dict]:
     """The newest ``limit`` requests, newest first."""
-    rows = db.execute(f"SELECT {', '.join(COLUMNS)} FROM removal_requests ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+    rows = db.execute(
+        f"SELECT {', '.join(COLUMNS)} FROM removal_requests ORDER BY id DESC LIMIT ?", (limit,)
+    ).fetchall()
     return [dict(zip(COLUMNS, row)) for row in rows]

@@ -67,7 +67,9 @@ def battle_counts(db: Store) -> dict[int, int]:
     rebuild): that is what makes the derived tables follow it too, and here it forces a recount.
     """
     epoch = db.execute("PRAGMA user_version").fetchone()[0]  # bumped by a restore (rumble.store.backup)
-    cache: dict[int, tuple[int, int, int]] = db._cache.setdefault("battle_counts", {})  # id -> (last id, generation, count)
+    cache: dict[int, tuple[int, int, int]] = db._cache.setdefault(
+        "battle_counts", {}
+    )  # id -> (last id, generation, count)
     if db._cache.get("battle_counts_epoch") != epoch:
         cache.clear()
         db._cache["battle_counts_epoch"] = epoch
@@ -90,7 +92,8 @@ def _count_ok(db: Store, rumble_id: int, after_id: int, up_to_id: int) -> int:
     if up_to_id <= after_id:
         return 0
     return db.execute(
-        "SELECT count(*) FROM battles WHERE rumble_id = ? AND id > ? AND id <= ? AND state = 'ok'", (rumble_id, after_id, up_to_id)
+        "SELECT count(*) FROM battles WHERE rumble_id = ? AND id > ? AND id <= ? AND state = 'ok'",
+        (rumble_id, after_id, up_to_id),
     ).fetchone()[0]
 
 

@@ -42,8 +42,10 @@ def lacking_pairings(db: Store, rumble_id: int, limit: int = 50) -> list[dict]:
         "ORDER BY 2 DESC, b.full_name LIMIT ?",
         (rumble_id, rumble_id, limit),
     ).fetchall()
-    return [{"name": name, "missing": missing, "battles": battles, "last_battle": (last or "")[:19]}
-            for name, missing, battles, last in rows]  # fmt: skip
+    return [
+        {"name": name, "missing": missing, "battles": battles, "last_battle": (last or "")[:19]}
+        for name, missing, battles, last in rows
+    ]
 
 
 def retirements(db: Store, rumble_id: int | None, limit: int = 20) -> list[dict]:
@@ -57,5 +59,7 @@ def retirements(db: Store, rumble_id: int | None, limit: int = 20) -> list[dict]
         f"WHERE e.active = 0 {where} ORDER BY e.id DESC LIMIT ?",
         [*params, limit],
     ).fetchall()
-    return [{"game": game, "name": name, "at": at[:19], "source": source, "retired": bool(retired)}
-            for game, name, at, source, retired in rows]  # fmt: skip
+    return [
+        {"game": game, "name": name, "at": at[:19], "source": source, "retired": bool(retired)}
+        for game, name, at, source, retired in rows
+    ]

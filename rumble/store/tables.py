@@ -27,10 +27,28 @@ RANKING_ORDER = {
     **{method: f"-k.{method}_rank" for method in BATCH_METHODS},
 }
 RANKING_COLUMNS = (
-    "name", "aps", "aps_ci", "pwin", "pl", "survival", "pairings", "battles", "last_battle", "wins", "draws", "losses",
-    "elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volatility", "rank_points", "xonstat",
+    "name",
+    "aps",
+    "aps_ci",
+    "pwin",
+    "pl",
+    "survival",
+    "pairings",
+    "battles",
+    "last_battle",
+    "wins",
+    "draws",
+    "losses",
+    "elo",
+    "glicko",
+    "glicko_rd",
+    "glicko2",
+    "glicko2_rd",
+    "glicko2_volatility",
+    "rank_points",
+    "xonstat",
     *(f"{method}_{part}" for method in BATCH_METHODS for part in ("rank", "score")),
-)  # fmt: skip
+)
 _RATED_AT = RANKING_COLUMNS.index("xonstat") + 1  # where the query reads ratings.rated_at (s since 1970)
 # The batch_ranks rows of one rumble turned into one row per bot, a rank and a score column per method.
 _BATCH_PIVOT = ", ".join(
@@ -67,7 +85,10 @@ def ranking_rows(db: Store, rumble_id: int, order: str = "-aps") -> list[dict]:
         f"ORDER BY {RANKING_ORDER[key]} {direction} NULLS LAST, s.aps DESC, b.full_name",
         (rumble_id, rumble_id),
     ).fetchall()
-    return [dict(zip(RANKING_COLUMNS[:_RATED_AT] + ("rated_at",) + RANKING_COLUMNS[_RATED_AT:] + ("rank",), row)) for row in rows]
+    return [
+        dict(zip(RANKING_COLUMNS[:_RATED_AT] + ("rated_at",) + RANKING_COLUMNS[_RATED_AT:] + ("rank",), row))
+        for row in rows
+    ]
 
 
 def unrated_since_last_event(db: Store, rumble_id: int) -> int:
@@ -100,7 +121,11 @@ def snapshot(db: Store, rumble_id: int | None = None) -> dict[str, list[tuple]]:
     where, params = ("WHERE rumble_id = ?", (rumble_id,)) if rumble_id is not None else ("", ())
     columns = "rumble_id, bot_id, opponent_id, battles, aps, aps_m2, survival, last_battle"
     return {
-        "pairings": db.execute(f"SELECT {columns} FROM pairings {where} ORDER BY rumble_id, bot_id, opponent_id", params).fetchall(),
-        "bot_summaries": db.execute(f"SELECT * FROM bot_summaries {where} ORDER BY rumble_id, bot_id", params).fetchall(),
+        "pairings": db.execute(
+            f"SELECT {columns} FROM pairings {where} ORDER BY rumble_id, bot_id, opponent_id", params
+        ).fetchall(),
+        "bot_summaries": db.execute(
+            f"SELECT * FROM bot_summaries {where} ORDER BY rumble_id, bot_id", params
+        ).fetchall(),
         "ratings": db.execute(f"SELECT * FROM ratings {where} ORDER BY rumble_id, bot_id", params).fetchall(),
     }

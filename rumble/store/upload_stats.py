@@ -31,11 +31,15 @@ def per_day(db: Store, game: str | None, since_day: str) -> list[dict]:
         f"sum(uploads), sum(total_ms), max(max_ms) FROM upload_stats WHERE day >= ?{extra} GROUP BY day ORDER BY day",
         [since_day, *params],
     ).fetchall()
-    return [{"day": day, **dict(zip(OUTCOMES, counts)), "mean_ms": total / n if n else None, "max_ms": most}
-            for day, *counts, n, total, most in rows]  # fmt: skip
+    return [
+        {"day": day, **dict(zip(OUTCOMES, counts)), "mean_ms": total / n if n else None, "max_ms": most}
+        for day, *counts, n, total, most in rows
+    ]
 
 
 def latest_errors(db: Store, limit: int = 20) -> list[dict]:
     """The latest refusals and faults, newest first."""
-    rows = db.execute("SELECT substr(at, 1, 19), outcome, reason FROM upload_errors ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+    rows = db.execute(
+        "SELECT substr(at, 1, 19), outcome, reason FROM upload_errors ORDER BY id DESC LIMIT ?", (limit,)
+    ).fetchall()
     return [{"at": at, "outcome": outcome, "reason": reason} for at, outcome, reason in rows]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import threading
-
 from datetime import datetime
 
 from flask import current_app

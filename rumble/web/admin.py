@@ -15,9 +15,8 @@ from flask.sessions import SecureCookieSessionInterface
 from rumble import ingest, integrity, maintenance_jobs, overrides, store
 from rumble.store import admin as admin_store
 from rumble.store import admin_auth as admin_auth_store
-from rumble.store import bots
+from rumble.store import bots, removals, stats
 from rumble.store import integrity as battle_states
-from rumble.store import removals, stats
 from rumble.store.rumbles import rumble_id
 from rumble.web import admin_auth, get_db, now
 from rumble.web.admin_auth import admin_required, csrf_token
@@ -94,10 +93,20 @@ def audit_page():
         return jsonify(rows)
     games = sorted(current_app.extensions["rumble.rumbles"])
     csrf = csrf_token() if g.admin_via == "session" else ""
-    return render_template("admin.html", rows=rows, admin=g.admin, games=games, csrf_token=csrf, flagged=flagged,
-                           removals=removal_requests, failures=failures, retirements=retirements, jobs=jobs,
-                           clients=stored.accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"]),
-                           rumbles=stored.rumbles(current_app.extensions["rumble.rumbles"]))
+    return render_template(
+        "admin.html",
+        rows=rows,
+        admin=g.admin,
+        games=games,
+        csrf_token=csrf,
+        flagged=flagged,
+        removals=removal_requests,
+        failures=failures,
+        retirements=retirements,
+        jobs=jobs,
+        clients=stored.accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"]),
+        rumbles=stored.rumbles(current_app.extensions["rumble.rumbles"]),
+    )
 
 
 @bp.get("/removals")
@@ -147,7 +156,9 @@ def _participation(action: str, change):
         admin_store.audit(db, g.admin, action, details, battles, store.format_time(now()))
     if g.admin_via == "session":
         return redirect(url_for("admin.audit_page"), code=303)
-    response = jsonify(action=action, game=game, bot=name, changed=details["changed"], battles=battles, error=details.get("error"))
+    response = jsonify(
+        action=action, game=game, bot=name, changed=details["changed"], battles=battles, error=details.get("error")
+    )
     response.status_code = status
     return response
 
@@ -193,7 +204,9 @@ def _battle_action(action: str):
     dry_run (just count). A refused selection is a 400 with the reason, and audited too.
     """
     values = _values()
-    text = {key: str(values.get(key, "")) for key in ("game", "uploader", "remote_addr", "client", "since", "until", "ids")}
+    text = {
+        key: str(values.get(key, "")) for key in ("game", "uploader", "remote_addr", "client", "since", "until", "ids")
+    }
     if isinstance(values.get("ids"), list):  # JSON may give the ids as an array
         text["ids"] = ",".join(str(i) for i in values["ids"])
     dry_run = str(values.get("dry_run", "")).lower() in ("1", "true", "on", "yes")
@@ -211,10 +224,21 @@ def _battle_action(action: str):
         counts = battle_states.count_matching(db, selection, integrity.TRANSITIONS[action][0], max_id)
     if dry_run:
         with store.write(db):
-            admin_store.audit(db, g.admin, action, {**details, "criteria": selection.describe(), "per_rumble": counts}, 0, store.format_time(now()))
+            admin_store.audit(
+                db,
+                g.admin,
+                action,
+                {**details, "criteria": selection.describe(), "per_rumble": counts},
+                0,
+                store.format_time(now()),
+            )
         return _done(action, dry_run=True, battles=sum(counts.values()), per_rumble=counts, replayed={})
-    args = {"criteria": maintenance_jobs.criteria(selection), "max_id": max_id, "details": details,
-            "min_battles": current_app.config["RUMBLE"]["PRIORITY_MIN_BATTLES"]}  # fmt: skip
+    args = {
+        "criteria": maintenance_jobs.criteria(selection),
+        "max_id": max_id,
+        "details": details,
+        "min_battles": current_app.config["RUMBLE"]["PRIORITY_MIN_BATTLES"],
+    }
     return _start_job(action, args, battles=sum(counts.values()), per_rumble=counts)
 
 
@@ -236,7 +260,11 @@ def job_page():
     wanted = request.args.get("id", "")
     if not wanted:
         return jsonify(maintenance_jobs.recent(get_db()))
-    found = maintenance_jobs.job_state(get_db(), int(wanted)) if wanted.isascii() and wanted.isdigit() and len(wanted) < 19 else None
+    found = (
+        maintenance_jobs.job_state(get_db(), int(wanted))
+        if wanted.isascii() and wanted.isdigit() and len(wanted) < 19
+        else None
+    )
     if found is None:
         return _done("job", 404, error=f"no job {wanted!r}")
     return jsonify(found)
@@ -261,7 +289,14 @@ def rebuild():
     db = get_db()
     if game and game not in known:
         with store.write(db):
-            admin_store.audit(db, g.admin, "rebuild", {**details, "game": game, "error": f"no rumble called {game!r}"}, 0, store.format_time(now()))
+            admin_store.audit(
+                db,
+                g.admin,
+                "rebuild",
+                {**details, "game": game, "error": f"no rumble called {game!r}"},
+                0,
+                store.format_time(now()),
+            )
         return _done("rebuild", 400, error=f"no rumble called {game!r}")
     with store.read(db):
         games = [game] if game else [name for name in known if battle_states.logged_battles(db, name)]

@@ -28,7 +28,9 @@ from rumble.store import admin as admin_store
 from rumble.store import admin_auth as auth_store
 from rumble.web import get_db, now
 
-KEEP_FAILURES_DAYS = 30  # older failures are forgotten, so that a flood from many addresses cannot grow the table for ever
+KEEP_FAILURES_DAYS = (
+    30  # older failures are forgotten, so that a flood from many addresses cannot grow the table for ever
+)
 
 
 def check_token(db: store.Store, token: str) -> tuple[str | None, str]:
@@ -82,14 +84,23 @@ def _over_limit(db: store.Store) -> bool:
 def _record_failure(db: store.Store, kind: str, tried: str) -> None:
     now = _now()
     with store.write(db):
-        auth_store.record_failure(db, store.format_time(now), request.remote_addr, kind, tried, request.path,
-                                  store.format_time(now - timedelta(days=KEEP_FAILURES_DAYS)))  # fmt: skip
+        auth_store.record_failure(
+            db,
+            store.format_time(now),
+            request.remote_addr,
+            kind,
+            tried,
+            request.path,
+            store.format_time(now - timedelta(days=KEEP_FAILURES_DAYS)),
+        )
 
 
 def limit_message() -> str:
     limit = current_app.config["RUMBLE"]["ADMIN_FAILURES_PER_HOUR"]
-    return (f"Too many failed maintainer logins or tokens from your address ({limit} in the last hour). "
-            "Nothing was checked or done; try again in an hour.")  # fmt: skip
+    return (
+        f"Too many failed maintainer logins or tokens from your address ({limit} in the last hour). "
+        "Nothing was checked or done; try again in an hour."
+    )
 
 
 def _bearer() -> tuple[str | None, int, str]:
@@ -199,8 +210,14 @@ def login():
     csrf_token()
     expires = now + timedelta(minutes=current_app.config["RUMBLE"]["ADMIN_SESSION_MINUTES"])
     with store.write(db):
-        auth_store.start_session(db, admin_tokens.session_hash(session_id), name, store.format_time(now), store.format_time(expires),
-                                 request.remote_addr)  # fmt: skip
+        auth_store.start_session(
+            db,
+            admin_tokens.session_hash(session_id),
+            name,
+            store.format_time(now),
+            store.format_time(expires),
+            request.remote_addr,
+        )
         admin_store.audit(db, name, "login", {"remote_addr": request.remote_addr}, 0, store.format_time(now))
     return redirect(target, code=303)
 

@@ -26,59 +26,108 @@ from rumble.web.lookup import BATCH_TITLES, NotFound, found_or_404, rumble_or_40
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 DEFAULT_LIMIT, MAX_LIMIT = 100, 5000
 RETRY_AFTER_SECONDS = 10  # an export whose first snapshot is not written yet: ask again after this
-PAGINATION = {"limit": f"items per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})", "page": f"the page, 1 to {MAX_PAGE:,} (default 1)"}
+PAGINATION = {
+    "limit": f"items per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})",
+    "page": f"the page, 1 to {MAX_PAGE:,} (default 1)",
+}
 PAGE_FIELDS = "total (items in all), page, limit, pages, items"
 
 # The reference page: every endpoint with its parameters and fields (tests/web/test_api.py checks
 # that every registered /api/v1 rule is here).
 ENDPOINTS = [
     {"rule": "/api/v1/", "summary": "This reference page (HTML).", "params": {}, "fields": ""},
-    {"rule": "/api/v1/rumbles", "summary": "Every rumble with its settings, participants, battles and last battle.",
-     "params": {}, "fields": "rumbles: [{id, name, rounds, field, melee, teams, division, family, participants, battles, last_battle}]"},
-    {"rule": "/api/v1/rumbles/<game>/rankings", "summary": "The rankings table of a rumble, as /Rankings shows it.",
-     "params": {"order": f"a column ({', '.join(RANKING_ORDER)}), - for descending (default -aps)", **PAGINATION},
-     "fields": f"game, order, state (complete, incomplete or unstable), banner, {PAGE_FIELDS}: [{{rank, rank_range: [best, worst], "
-               "tied, name, aps, aps_ci, pwin, pl, survival, pairings, battles, last_battle, wins, draws, losses, elo, glicko, "
-               "glicko_rd, glicko2, glicko2_rd, glicko2_volatility, rank_points, xonstat, provisional, <method>_rank, <method>_score}]"},
-    {"rule": "/api/v1/rumbles/<game>/alternative-rankings", "summary": "Each bot's rank under APS and every batch method, from the latest runs.",
-     "params": {}, "fields": "game, methods (those with stored ranks), method_runs ({method: run id}), runs: [{id, ...}], "
-               "rows: [{name, aps_rank, aps_score, <method>_rank, <method>_score, and the disagreement marks}] in APS order"},
-    {"rule": "/api/v1/rumbles/<game>/bots/<path:name>", "summary": "A bot's summary, other versions and pairings, as /BotDetails shows them. "
-     "name is the bot's full name (its space may be _).",
-     "params": {"order": f"a pairing column ({', '.join(details.PAIRING_ORDER)}), - for descending (default name)", **PAGINATION},
-     "fields": f"game, bot: {{name, active}}, summary: {{aps, aps_ci, pwin, pl, survival, pairings, battles, last_battle, wins, draws, "
-               f"losses, ratings, batch}}, versions: [{{{', '.join(details.VERSION_COLUMNS)}}}], {PAGE_FIELDS}: [{{name, active, aps, "
-               "aps_ci, survival, battles, last_battle, expected, pbi, knnpbi, npp, opponent_aps}]"},
-    {"rule": "/api/v1/rumbles/<game>/bots/<path:name>/history", "summary": "The bot's row of each daily rank snapshot, oldest first.",
-     "params": {}, "fields": f"game, bot, items: [{{{', '.join(history.HISTORY_COLUMNS)}}}]"},
-    {"rule": "/api/v1/rumbles/<game>/pairing", "summary": "Every logged battle of two bots, newest first, from bot's side (as /Pairing).",
-     "params": {"bot": "one bot's full name", "vs": "the other's", **PAGINATION},
-     "fields": f"game, bot, vs, pairing: {{battles, aps, aps_ci, survival, last_battle}} or null, {PAGE_FIELDS}: "
-               f"[{{{', '.join(details.BATTLE_COLUMNS)}, a_percent, b_percent, a_survival, b_survival}}]"},
-    {"rule": "/api/v1/rumbles/<game>/compare", "summary": "Two bots over their common active opponents (as /BotCompare).",
-     "params": {"bota": "bot A's full name", "botb": "bot B's", "order": f"a column ({', '.join(details.COMPARE_ORDER)})", **PAGINATION},
-     "fields": f"game, bota, botb, common, a_aps, b_aps, a_survival, b_survival, diff: {{mean, low, high, confidence, method}}, verdict, "
-               f"win_probability, head_to_head, {PAGE_FIELDS}: [{{name, a_aps, b_aps, diff, a_survival, b_survival, diff_survival, "
-               "a_battles, b_battles, opponent_aps}]"},
-    {"rule": "/api/v1/stats", "summary": "Contributors, battles per day and rumble counts over every rumble (as /RumbleStats).",
-     "params": {}, "fields": "game (null), days, rumbles, uploaders: [{uploader, battles, recent, last_upload}], uploads_per_day: [{day, battles}], retirements: [{game, name, at, source (address cut to its network), retired}], lacking_pairings ([])"},
-    {"rule": "/api/v1/rumbles/<game>/stats", "summary": "The same for one rumble, with the bots lacking pairings.",
-     "params": {}, "fields": "as /api/v1/stats, and lacking_pairings: [{name, missing, battles, last_battle}]"},
-    {"rule": "/api/v1/rumbles/<game>/export/<any(rankings, pairings, battles):table>.<any(csv, json):fmt>",
-     "summary": "Bulk export of a whole rumble: rankings (every active bot), pairings (every pairing, both sides) or "
-                "battles (the whole log, no network addresses), as CSV with a header row or as JSON. Sent from a snapshot file "
-                "with Content-Length, ETag and Last-Modified (If-None-Match and If-Modified-Since get 304); a snapshot may be up to "
-                "EXPORT_MAX_AGE_MINUTES behind the log; 503 with Retry-After while a rumble's first one is written. A CSV cell "
-                "holding a string that begins with =, +, -, @, tab or CR starts with ' (spreadsheet formula injection); JSON keeps values as stored.",
-     "params": {}, "fields": f"rankings: the columns of the rankings endpoint (rank_range as rank_best, rank_worst); pairings: "
-                             f"{', '.join(export.PAIRING_COLUMNS)}; battles: {', '.join(export.BATTLE_COLUMNS)}. JSON: "
-                             "{game, table, columns, rows: [{column: value}]}"},
-    {"rule": "/api/v1/rumbles/<game>/export/rumble.sqlite",
-     "summary": "The rumble as an SQLite file of its own, read in one snapshot: its rows of every table (battle log, pairings, "
-                "summaries, ratings, batch runs, daily ranks), with their schema and indexes. Opens as-is in Datasette or sqlite3. "
-                "A snapshot file like the other exports (ETag, Last-Modified, 304).",
-     "params": {}, "fields": "an SQLite 3 database (application/vnd.sqlite3)"},
-]  # fmt: skip
+    {
+        "rule": "/api/v1/rumbles",
+        "summary": "Every rumble with its settings, participants, battles and last battle.",
+        "params": {},
+        "fields": "rumbles: [{id, name, rounds, field, melee, teams, division, family, participants, battles, last_battle}]",
+    },
+    {
+        "rule": "/api/v1/rumbles/<game>/rankings",
+        "summary": "The rankings table of a rumble, as /Rankings shows it.",
+        "params": {"order": f"a column ({', '.join(RANKING_ORDER)}), - for descending (default -aps)", **PAGINATION},
+        "fields": f"game, order, state (complete, incomplete or unstable), banner, {PAGE_FIELDS}: [{{rank, rank_range: [best, worst], "
+        "tied, name, aps, aps_ci, pwin, pl, survival, pairings, battles, last_battle, wins, draws, losses, elo, glicko, "
+        "glicko_rd, glicko2, glicko2_rd, glicko2_volatility, rank_points, xonstat, provisional, <method>_rank, <method>_score}]",
+    },
+    {
+        "rule": "/api/v1/rumbles/<game>/alternative-rankings",
+        "summary": "Each bot's rank under APS and every batch method, from the latest runs.",
+        "params": {},
+        "fields": "game, methods (those with stored ranks), method_runs ({method: run id}), runs: [{id, ...}], "
+        "rows: [{name, aps_rank, aps_score, <method>_rank, <method>_score, and the disagreement marks}] in APS order",
+    },
+    {
+        "rule": "/api/v1/rumbles/<game>/bots/<path:name>",
+        "summary": "A bot's summary, other versions and pairings, as /BotDetails shows them. "
+        "name is the bot's full name (its space may be _).",
+        "params": {
+            "order": f"a pairing column ({', '.join(details.PAIRING_ORDER)}), - for descending (default name)",
+            **PAGINATION,
+        },
+        "fields": f"game, bot: {{name, active}}, summary: {{aps, aps_ci, pwin, pl, survival, pairings, battles, last_battle, wins, draws, "
+        f"losses, ratings, batch}}, versions: [{{{', '.join(details.VERSION_COLUMNS)}}}], {PAGE_FIELDS}: [{{name, active, aps, "
+        "aps_ci, survival, battles, last_battle, expected, pbi, knnpbi, npp, opponent_aps}]",
+    },
+    {
+        "rule": "/api/v1/rumbles/<game>/bots/<path:name>/history",
+        "summary": "The bot's row of each daily rank snapshot, oldest first.",
+        "params": {},
+        "fields": f"game, bot, items: [{{{', '.join(history.HISTORY_COLUMNS)}}}]",
+    },
+    {
+        "rule": "/api/v1/rumbles/<game>/pairing",
+        "summary": "Every logged battle of two bots, newest first, from bot's side (as /Pairing).",
+        "params": {"bot": "one bot's full name", "vs": "the other's", **PAGINATION},
+        "fields": f"game, bot, vs, pairing: {{battles, aps, aps_ci, survival, last_battle}} or null, {PAGE_FIELDS}: "
+        f"[{{{', '.join(details.BATTLE_COLUMNS)}, a_percent, b_percent, a_survival, b_survival}}]",
+    },
+    {
+        "rule": "/api/v1/rumbles/<game>/compare",
+        "summary": "Two bots over their common active opponents (as /BotCompare).",
+        "params": {
+            "bota": "bot A's full name",
+            "botb": "bot B's",
+            "order": f"a column ({', '.join(details.COMPARE_ORDER)})",
+            **PAGINATION,
+        },
+        "fields": f"game, bota, botb, common, a_aps, b_aps, a_survival, b_survival, diff: {{mean, low, high, confidence, method}}, verdict, "
+        f"win_probability, head_to_head, {PAGE_FIELDS}: [{{name, a_aps, b_aps, diff, a_survival, b_survival, diff_survival, "
+        "a_battles, b_battles, opponent_aps}]",
+    },
+    {
+        "rule": "/api/v1/stats",
+        "summary": "Contributors, battles per day and rumble counts over every rumble (as /RumbleStats).",
+        "params": {},
+        "fields": "game (null), days, rumbles, uploaders: [{uploader, battles, recent, last_upload}], uploads_per_day: [{day, battles}], retirements: [{game, name, at, source (address cut to its network), retired}], lacking_pairings ([])",
+    },
+    {
+        "rule": "/api/v1/rumbles/<game>/stats",
+        "summary": "The same for one rumble, with the bots lacking pairings.",
+        "params": {},
+        "fields": "as /api/v1/stats, and lacking_pairings: [{name, missing, battles, last_battle}]",
+    },
+    {
+        "rule": "/api/v1/rumbles/<game>/export/<any(rankings, pairings, battles):table>.<any(csv, json):fmt>",
+        "summary": "Bulk export of a whole rumble: rankings (every active bot), pairings (every pairing, both sides) or "
+        "battles (the whole log, no network addresses), as CSV with a header row or as JSON. Sent from a snapshot file "
+        "with Content-Length, ETag and Last-Modified (If-None-Match and If-Modified-Since get 304); a snapshot may be up to "
+        "EXPORT_MAX_AGE_MINUTES behind the log; 503 with Retry-After while a rumble's first one is written. A CSV cell "
+        "holding a string that begins with =, +, -, @, tab or CR starts with ' (spreadsheet formula injection); JSON keeps values as stored.",
+        "params": {},
+        "fields": f"rankings: the columns of the rankings endpoint (rank_range as rank_best, rank_worst); pairings: "
+        f"{', '.join(export.PAIRING_COLUMNS)}; battles: {', '.join(export.BATTLE_COLUMNS)}. JSON: "
+        "{game, table, columns, rows: [{column: value}]}",
+    },
+    {
+        "rule": "/api/v1/rumbles/<game>/export/rumble.sqlite",
+        "summary": "The rumble as an SQLite file of its own, read in one snapshot: its rows of every table (battle log, pairings, "
+        "summaries, ratings, batch runs, daily ranks), with their schema and indexes. Opens as-is in Datasette or sqlite3. "
+        "A snapshot file like the other exports (ETag, Last-Modified, 304).",
+        "params": {},
+        "fields": "an SQLite 3 database (application/vnd.sqlite3)",
+    },
+]
 
 
 class ApiError(Exception):
@@ -121,8 +170,13 @@ def _positive(name: str, default: int, most: int) -> int:
 def _paginated(items: list) -> dict:
     """``limit`` and ``page`` from the query applied to ``items``: total, page, limit, pages, items."""
     limit, page = _positive("limit", DEFAULT_LIMIT, MAX_LIMIT), _positive("page", 1, MAX_PAGE)
-    return {"total": len(items), "page": page, "limit": limit, "pages": max(1, -(-len(items) // limit)),
-            "items": items[(page - 1) * limit : page * limit]}  # fmt: skip
+    return {
+        "total": len(items),
+        "page": page,
+        "limit": limit,
+        "pages": max(1, -(-len(items) // limit)),
+        "items": items[(page - 1) * limit : page * limit],
+    }
 
 
 def _ordered(function, *args, order: str, orders) -> dict | None:
@@ -149,21 +203,31 @@ def rankings(game: str) -> Response:
 
     rid, order = rumble_or_404(game), request.args.get("order", "-aps")
     try:
-        rows, state, banner = ranking_table(get_db(), rid, order, now().timestamp(), current_app.extensions["rumble.rumbles"][game].melee)
+        rows, state, banner = ranking_table(
+            get_db(), rid, order, now().timestamp(), current_app.extensions["rumble.rumbles"][game].melee
+        )
     except KeyError:
-        raise ApiError(f"Cannot sort by {order!r}; use one of {', '.join(RANKING_ORDER)} (with - for descending).") from None
+        raise ApiError(
+            f"Cannot sort by {order!r}; use one of {', '.join(RANKING_ORDER)} (with - for descending)."
+        ) from None
     return jsonify({"game": game, "order": order, "state": state, "banner": banner, **_paginated(rows)})
 
 
 @bp.get("/rumbles/<game>/alternative-rankings")
 def alternative_rankings(game: str) -> Response:
-    return jsonify({"game": game, **batch_store.alternative_rankings(get_db(), rumble_or_404(game), tuple(BATCH_TITLES))})
+    return jsonify(
+        {"game": game, **batch_store.alternative_rankings(get_db(), rumble_or_404(game), tuple(BATCH_TITLES))}
+    )
 
 
 @bp.get("/rumbles/<game>/bots/<path:name>")
 def bot(game: str, name: str) -> Response:
     order = request.args.get("order", "name")
-    page = found_or_404(_ordered(details.bot_details, get_db(), rumble_or_404(game), name, order=order, orders=details.PAIRING_ORDER), game, name)
+    page = found_or_404(
+        _ordered(details.bot_details, get_db(), rumble_or_404(game), name, order=order, orders=details.PAIRING_ORDER),
+        game,
+        name,
+    )
     pairings = page.pop("pairings")
     return jsonify({"game": game, "order": order, **page, **_paginated(pairings)})
 
@@ -188,7 +252,12 @@ def pairing(game: str) -> Response:
 @bp.get("/rumbles/<game>/compare")
 def compare(game: str) -> Response:
     a, b, order = request.args.get("bota", ""), request.args.get("botb", ""), request.args.get("order", "name")
-    page = found_or_404(_ordered(details.bot_compare, get_db(), rumble_or_404(game), a, b, order=order, orders=details.COMPARE_ORDER), game, a, b)
+    page = found_or_404(
+        _ordered(details.bot_compare, get_db(), rumble_or_404(game), a, b, order=order, orders=details.COMPARE_ORDER),
+        game,
+        a,
+        b,
+    )
     rows = page.pop("rows")
     return jsonify({"game": game, "order": order, **page, **_paginated(rows)})
 
@@ -219,7 +288,15 @@ def _ranking_export(melee: bool) -> Callable[[Any, int], tuple[list[str], Iterab
         rows, _, _ = ranking_table(conn, rid, "-aps", app_clock.now().timestamp(), melee)
         for row in rows:
             row["rank_best"], row["rank_worst"] = row.pop("rank_range")
-        columns = ["rank", "rank_best", "rank_worst", "tied", "provisional", *RANKING_COLUMNS, *(MELEE_TITLES if melee else ())]
+        columns = [
+            "rank",
+            "rank_best",
+            "rank_worst",
+            "tied",
+            "provisional",
+            *RANKING_COLUMNS,
+            *(MELEE_TITLES if melee else ()),
+        ]
         return columns, ([row.get(c) for c in columns] for row in rows)
 
     return read_rows
@@ -239,19 +316,33 @@ def _snapshot_response(game: str, name: str, mimetype: str, download_name: str) 
             etag = snapshots.etag(name, exports.with_clock(export.log_version(db, rid), hourly))
         snapshot = snapshots.obtain(game, name, etag, writer)
         if snapshot is None:
-            raise ApiError(f"The {name} export of {game} is not written yet; try again in a few seconds.",
-                           503, retry_after=RETRY_AFTER_SECONDS)  # fmt: skip
+            raise ApiError(
+                f"The {name} export of {game} is not written yet; try again in a few seconds.",
+                503,
+                retry_after=RETRY_AFTER_SECONDS,
+            )
         try:
-            return send_file(snapshot.path, mimetype=mimetype, as_attachment=True, download_name=download_name,
-                             etag=snapshot.etag, last_modified=snapshot.written, conditional=True)  # fmt: skip
+            return send_file(
+                snapshot.path,
+                mimetype=mimetype,
+                as_attachment=True,
+                download_name=download_name,
+                etag=snapshot.etag,
+                last_modified=snapshot.written,
+                conditional=True,
+            )
         except FileNotFoundError:
             continue
-    raise ApiError(f"The {name} export of {game} keeps changing; try again in a few seconds.", 503, retry_after=RETRY_AFTER_SECONDS)
+    raise ApiError(
+        f"The {name} export of {game} keeps changing; try again in a few seconds.", 503, retry_after=RETRY_AFTER_SECONDS
+    )
 
 
 @bp.get("/rumbles/<game>/export/<any(rankings, pairings, battles):table>.<any(csv, json):fmt>")
 def export_table(game: str, table: str, fmt: str) -> Response:
-    return _snapshot_response(game, f"{table}.{fmt}", "text/csv" if fmt == "csv" else "application/json", f"{game}-{table}.{fmt}")
+    return _snapshot_response(
+        game, f"{table}.{fmt}", "text/csv" if fmt == "csv" else "application/json", f"{game}-{table}.{fmt}"
+    )
 
 
 @bp.get("/rumbles/<game>/export/rumble.sqlite")

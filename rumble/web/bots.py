@@ -11,17 +11,30 @@ from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import details
 from rumble.store import melee as melee_store
 from rumble.web import get_db, now
-from rumble.web.lookup import BATCH_TITLES, NotFound, failure, found_or_404, rumble_or_404
 from rumble.web.cells import pairing_cells
+from rumble.web.lookup import BATCH_TITLES, NotFound, failure, found_or_404, rumble_or_404
 
 PAIRING_TITLES = {
-    "aps": "APS", "aps_ci": "APS CI", "survival": "Survival", "battles": "Battles", "last_battle": "Last battle (UTC)",
-    "expected": "Expected", "pbi": "PBI", "knnpbi": "KNNPBI", "npp": "NPP", "opponent_aps": "Opponent APS",
-}  # fmt: skip
+    "aps": "APS",
+    "aps_ci": "APS CI",
+    "survival": "Survival",
+    "battles": "Battles",
+    "last_battle": "Last battle (UTC)",
+    "expected": "Expected",
+    "pbi": "PBI",
+    "knnpbi": "KNNPBI",
+    "npp": "NPP",
+    "opponent_aps": "Opponent APS",
+}
 COMPARE_TITLES = {
-    "a_aps": "APS (A)", "b_aps": "APS (B)", "diff": "Diff APS", "a_survival": "Survival (A)",
-    "b_survival": "Survival (B)", "diff_survival": "Diff survival", "opponent_aps": "Opponent APS",
-}  # fmt: skip
+    "a_aps": "APS (A)",
+    "b_aps": "APS (B)",
+    "diff": "Diff APS",
+    "a_survival": "Survival (A)",
+    "b_survival": "Survival (B)",
+    "diff_survival": "Diff survival",
+    "opponent_aps": "Opponent APS",
+}
 
 
 def _call(function, *args, order: str, orders) -> dict | None:
@@ -29,20 +42,38 @@ def _call(function, *args, order: str, orders) -> dict | None:
     try:
         return function(*args, order=order, now=now().timestamp())
     except KeyError:
-        raise NotFound(f"Cannot sort by {order!r}; use one of {', '.join(orders)} (with - for descending).", 400) from None
+        raise NotFound(
+            f"Cannot sort by {order!r}; use one of {', '.join(orders)} (with - for descending).", 400
+        ) from None
 
 
 def bot_details() -> Response | str:
     """A bot's summary and every pairing (LiteRumble's /BotDetails?game=G&name=N)."""
-    game, name, order = request.args.get("game", "roborumble"), request.args.get("name", ""), request.args.get("order", "name")
-    page = found_or_404(_call(details.bot_details, get_db(), rumble_or_404(game), name, order=order, orders=details.PAIRING_ORDER), game, name)
+    game, name, order = (
+        request.args.get("game", "roborumble"),
+        request.args.get("name", ""),
+        request.args.get("order", "name"),
+    )
+    page = found_or_404(
+        _call(details.bot_details, get_db(), rumble_or_404(game), name, order=order, orders=details.PAIRING_ORDER),
+        game,
+        name,
+    )
     if current_app.extensions["rumble.rumbles"][game].melee:
         page["melee"] = _melee(melee_store.bot_page(get_db(), rumble_or_404(game), page["bot"]["name"]))
     if request.args.get("api") == "1":
         return jsonify({"game": game, **page})
 
-    return render_template("bot_details.html", game=game, order=order, titles=PAIRING_TITLES, batch_titles=BATCH_TITLES,
-                           provisional_rd=PROVISIONAL_RD, cells=pairing_cells, **page)  # fmt: skip
+    return render_template(
+        "bot_details.html",
+        game=game,
+        order=order,
+        titles=PAIRING_TITLES,
+        batch_titles=BATCH_TITLES,
+        provisional_rd=PROVISIONAL_RD,
+        cells=pairing_cells,
+        **page,
+    )
 
 
 def _melee(found: dict | None) -> dict | None:
@@ -51,11 +82,23 @@ def _melee(found: dict | None) -> dict | None:
     if found is None:
         return None
     rating = found["rating"]
-    result = {"mu": None, "sigma": None, "conservative": None, "melee_battles": 0, "xonstat": None, "battles": found["battles"]}
+    result = {
+        "mu": None,
+        "sigma": None,
+        "conservative": None,
+        "melee_battles": 0,
+        "xonstat": None,
+        "battles": found["battles"],
+    }
     if rating is not None:
         sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, now().timestamp())
-        result.update(mu=rating.mu, sigma=sigma, conservative=weng_lin.conservative(rating.mu, sigma),
-                      melee_battles=rating.battles, xonstat=rating.xonstat)  # fmt: skip
+        result.update(
+            mu=rating.mu,
+            sigma=sigma,
+            conservative=weng_lin.conservative(rating.mu, sigma),
+            melee_battles=rating.battles,
+            xonstat=rating.xonstat,
+        )
     return result
 
 
@@ -71,8 +114,18 @@ def pairing() -> Response | str:
 def bot_compare() -> Response | str:
     """Two bots over their common opponents (LiteRumble's /BotCompare?game=G&bota=A&botb=B)."""
     args = request.args
-    game, a, b, order = args.get("game", "roborumble"), args.get("bota", ""), args.get("botb", ""), args.get("order", "name")
-    page = found_or_404(_call(details.bot_compare, get_db(), rumble_or_404(game), a, b, order=order, orders=details.COMPARE_ORDER), game, a, b)
+    game, a, b, order = (
+        args.get("game", "roborumble"),
+        args.get("bota", ""),
+        args.get("botb", ""),
+        args.get("order", "name"),
+    )
+    page = found_or_404(
+        _call(details.bot_compare, get_db(), rumble_or_404(game), a, b, order=order, orders=details.COMPARE_ORDER),
+        game,
+        a,
+        b,
+    )
     if args.get("api") == "1":
         return jsonify({"game": game, **page})
     return render_template("bot_compare.html", game=game, order=order, titles=COMPARE_TITLES, **page)

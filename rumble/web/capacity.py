@@ -113,8 +113,13 @@ class _Releasing:
 def _busy(start_response: Callable, kind: str, limit: int) -> list[bytes]:
     what = "exports and plots" if kind == "export" else "page requests"
     body = f"503 busy: this server process is serving {limit} {what} at once; try again in {RETRY_AFTER_SECONDS} s.\n".encode()
-    start_response("503 Service Unavailable", [
-        ("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),
-        ("Retry-After", str(RETRY_AFTER_SECONDS)), ("Cache-Control", "no-store"),
-    ])  # fmt: skip
+    start_response(
+        "503 Service Unavailable",
+        [
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Content-Length", str(len(body))),
+            ("Retry-After", str(RETRY_AFTER_SECONDS)),
+            ("Cache-Control", "no-store"),
+        ],
+    )
     return [body]

@@ -70,7 +70,10 @@ def ranking_cells(row: dict, keys, batch_keys) -> Markup:
 def pairing_cells(row: dict) -> Markup:
     """The cells of a bot-details pairing row after the opponent's name (bots.PAIRING_TITLES' order)."""
     cells = [
-        _fmt("%.2f", row["aps"]), _fmt("±%.2f", row["aps_ci"], "n/a"), _fmt("%.2f", row["survival"]), _fmt("%d", row["battles"]),
+        _fmt("%.2f", row["aps"]),
+        _fmt("±%.2f", row["aps_ci"], "n/a"),
+        _fmt("%.2f", row["survival"]),
+        _fmt("%d", row["battles"]),
     ]
     html = "".join(_NUM.format(cell) for cell in cells) + f"<td>{escape(row['last_battle'] or '')}</td>"
     html += "".join(_NUM.format(_fmt("%.2f", row[key])) for key in ("expected", "pbi", "knnpbi", "npp", "opponent_aps"))

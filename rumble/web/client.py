@@ -15,14 +15,13 @@ from flask import Blueprint, Response, current_app, g, request
 
 from rumble import fields, growth, ingest, overrides, plausibility, store
 from rumble.protocol import ProtocolError, replies
-from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.names import key_candidates, to_key
+from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fields
 from rumble.store import battles as battle_log
-from rumble.store import bots, tables
+from rumble.store import bots, removals, tables
 from rumble.store import integrity as battle_states
 from rumble.store import melee as melee_store
-from rumble.store import removals
 from rumble.store.rumbles import rumble_id
 from rumble.web import get_db, now
 from rumble.web.body import MalformedBody
@@ -104,9 +103,14 @@ def _receive(db, moment: datetime) -> UploadOutcome:
         # on the pair that opened it (rumble/priority.py, melee), not one per pair.
         elif applied.stored and (not rumble.melee or melee_store.opens_battle(db, applied.battle_id)):
             pair = ingest.next_priority_battle(
-                db, battle.game, settings["PRIORITY_BATCH"], settings["PRIORITY_MIN_BATTLES"],
-                settings["PRIORITY_HOLD_MINUTES"], _rng, now(),
-            )  # fmt: skip
+                db,
+                battle.game,
+                settings["PRIORITY_BATCH"],
+                settings["PRIORITY_MIN_BATTLES"],
+                settings["PRIORITY_HOLD_MINUTES"],
+                _rng,
+                now(),
+            )
     # Only now, after COMMIT, may the client be told OK.
     seen = dict(game=battle.game, first=battle.first.name, second=battle.second.name, counts=applied.counts)
     if not applied.stored:
@@ -128,7 +132,10 @@ def ratings_file() -> Response:
     rid = rumble_id(db, game) if game in current_app.extensions["rumble.rumbles"] else None
     if rid is None:
         return _text("")
-    lines = [f"{to_key(name)}={aps!r},{battles},{last[:19]}" for name, aps, battles, last in tables.ratings_file_rows(db, rid)]
+    lines = [
+        f"{to_key(name)}={aps!r},{battles},{last[:19]}"
+        for name, aps, battles, last in tables.ratings_file_rows(db, rid)
+    ]
     return _text("".join(line + "\n" for line in lines))
 
 
@@ -144,8 +151,12 @@ def remove_old_participant() -> Response:
     first in an hour is logged).
     """
     if request.method != "POST":
-        response = Response("RemoveOldParticipant retires a bot only when POSTed, as the RoboRumble client sends it; "
-                            "a GET or HEAD changes nothing.\n", status=405, mimetype="text/plain")  # fmt: skip
+        response = Response(
+            "RemoveOldParticipant retires a bot only when POSTed, as the RoboRumble client sends it; "
+            "a GET or HEAD changes nothing.\n",
+            status=405,
+            mimetype="text/plain",
+        )
         response.headers["Allow"] = "POST"
         return response
     try:
@@ -160,7 +171,9 @@ def remove_old_participant() -> Response:
         # A flood is logged by its first refusal in the hour only, so it cannot grow the log without end.
         hour_ago = store.format_time(moment - timedelta(hours=1))
         if outcome != "rate limited" or not removals.count_since(db, request.remote_addr, hour_ago, "rate limited"):
-            removals.record(db, store.format_time(moment), request.remote_addr, request.user_agent.string, game, key, outcome)
+            removals.record(
+                db, store.format_time(moment), request.remote_addr, request.user_agent.string, game, key, outcome
+            )
     return _text(answer)
 
 
@@ -169,15 +182,21 @@ def _remove(db, game: str, key: str, moment: datetime) -> tuple[str, str]:
     settings = _settings()
     limit = settings["REMOVALS_PER_HOUR"]
     if removals.count_since(db, request.remote_addr, store.format_time(moment - timedelta(hours=1))) >= limit:
-        return replies.refused(f"more than {limit} RemoveOldParticipant requests from your address in an hour; try again later"), "rate limited"
+        return replies.refused(
+            f"more than {limit} RemoveOldParticipant requests from your address in an hour; try again later"
+        ), "rate limited"
     if game not in current_app.extensions["rumble.rumbles"]:
         return replies.refused(f"unknown game {game!r}"), "unknown game"
     rid = rumble_id(db, game)
     days = settings["REMOVAL_TRUST_DAYS"]
-    uploader = battle_log.latest_uploader(db, request.remote_addr, rid, store.format_time(moment - timedelta(days=days)))
+    uploader = battle_log.latest_uploader(
+        db, request.remote_addr, rid, store.format_time(moment - timedelta(days=days))
+    )
     if uploader is None:
-        return replies.refused(f"your address uploaded no accepted battles to {game} in the last {days:g} days; "
-                               "only an address that uploads to a rumble may retire its bots"), "not trusted"  # fmt: skip
+        return replies.refused(
+            f"your address uploaded no accepted battles to {game} in the last {days:g} days; "
+            "only an address that uploads to a rumble may retire its bots"
+        ), "not trusted"
     known = bots.participant_names(db, rid, active_only=False)
     name = next((candidate for candidate in key_candidates(key) if candidate in known), None)
     if name is None:

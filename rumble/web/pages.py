@@ -4,20 +4,20 @@ twin), and the score explanation; the bot pages (details, pairing, compare) are 
 from __future__ import annotations
 
 import ipaddress
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from urllib.parse import quote_plus
 
 from flask import Blueprint, abort, current_app, jsonify, render_template, request
 
-from rumble.rankings import details as figures
 from rumble.parameters import MAX_PAGE, ParameterError, whole_number
+from rumble.rankings import details as figures
 from rumble.rankings import ties
 from rumble.ratings import weng_lin
 from rumble.ratings.online import PROVISIONAL_RD, provisional
 from rumble.store import batch as batch_store
+from rumble.store import format_time, stats, tables, upload_stats
 from rumble.store import melee as melee_store
 from rumble.store import rumbles as rumble_store
-from rumble.store import format_time, stats, tables, upload_stats
 from rumble.web import bots, cells, get_db, now, plots
 from rumble.web.lookup import BATCH_TITLES, STATS_DAYS
 
@@ -78,7 +78,7 @@ def age(moment: str | None, now: datetime) -> str:
     """'never', 'just now', or how long before ``now`` the store time ``moment`` was, in the largest whole unit."""
     if not moment:
         return "never"
-    seconds = (now - datetime.strptime(moment[:19], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)).total_seconds()
+    seconds = (now - datetime.strptime(moment[:19], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)).total_seconds()
     for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds >= size:
             n = int(seconds // size)
@@ -106,11 +106,24 @@ def rankings():
     if request.args.get("api") == "1":
         return jsonify(rows)
     latest = batch_store.runs(db, rid, limit=1)
-    return render_template("rankings.html", game=game, rows=rows, order=order, titles=_columns(melee), melee=melee,
-                           batch_titles=BATCH_TITLES, batch_run=latest[0] if latest else None,
-                           provisional_rd=PROVISIONAL_RD, state=state, banner=banner,
-                           page=page, limit=limit, pages=max(1, -(-total // limit)), total=total,
-                           cells=cells.ranking_cells)  # fmt: skip
+    return render_template(
+        "rankings.html",
+        game=game,
+        rows=rows,
+        order=order,
+        titles=_columns(melee),
+        melee=melee,
+        batch_titles=BATCH_TITLES,
+        batch_run=latest[0] if latest else None,
+        provisional_rd=PROVISIONAL_RD,
+        state=state,
+        banner=banner,
+        page=page,
+        limit=limit,
+        pages=max(1, -(-total // limit)),
+        total=total,
+        cells=cells.ranking_cells,
+    )
 
 
 def _columns(melee: bool) -> dict[str, str]:
@@ -129,7 +142,10 @@ def ranking_table(db, rid: int, order: str, moment: float, melee: bool = False) 
     name. KeyError for an unknown order."""
     # A melee rumble shows the whole-battle XonStat Elo (_with_melee), so it sorts by that one too.
     melee_order = melee and order.lstrip("-") in (*MELEE_TITLES, "xonstat")
-    rows = [_with_provisional(figures.deviations_now(row, moment)) for row in tables.ranking_rows(db, rid, "-aps" if melee_order else order)]
+    rows = [
+        _with_provisional(figures.deviations_now(row, moment))
+        for row in tables.ranking_rows(db, rid, "-aps" if melee_order else order)
+    ]
     if melee:
         _with_melee(rows, melee_store.ratings_by_name(db, rid), order if melee_order else None, moment)
     for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):

@@ -94,8 +94,13 @@ def history_plot() -> Response:
         rank.plot(days, [r["rank"] for r in rows], marker=marker, color="#8a2f2f", label="APS rank")
         xonstat_ranks = [r["xonstat_rank"] for r in rows]
         if any(v is not None for v in xonstat_ranks):  # seed 002's daily rank by XonStat Elo
-            rank.plot(days, [float("nan") if v is None else v for v in xonstat_ranks], marker=marker, color="#5d8a2f",
-                      label="XonStat rank")  # fmt: skip
+            rank.plot(
+                days,
+                [float("nan") if v is None else v for v in xonstat_ranks],
+                marker=marker,
+                color="#5d8a2f",
+                label="XonStat rank",
+            )
             rank.legend(loc="best", fontsize=8)
         rank.invert_yaxis()
         rank.set_ylabel("rank")
@@ -137,7 +142,9 @@ def uploads_plot() -> Response:
 
     with matplotlib.rc_context(_RC):
         figure, axes = _figure(2 if counted else 1, height=4.8 if counted else 3.0)
-        axes[0].bar(days, [rows.get(d.isoformat(), 0) for d in days], color="#2f5d8a", width=0.8, label="battles stored")
+        axes[0].bar(
+            days, [rows.get(d.isoformat(), 0) for d in days], color="#2f5d8a", width=0.8, label="battles stored"
+        )
         axes[0].set_ylabel("battles uploaded")
         if counted:
             refused = [counted[d.isoformat()]["refused"] if d.isoformat() in counted else 0 for d in days]
@@ -145,7 +152,9 @@ def uploads_plot() -> Response:
             axes[0].legend(loc="upper left", fontsize=8)
             timed = [d for d in days if d.isoformat() in counted and counted[d.isoformat()]["mean_ms"] is not None]
             axes[1].plot(timed, [counted[d.isoformat()]["mean_ms"] for d in timed], marker="o", label="mean")
-            axes[1].plot(timed, [counted[d.isoformat()]["max_ms"] for d in timed], marker="v", linestyle=":", label="longest")
+            axes[1].plot(
+                timed, [counted[d.isoformat()]["max_ms"] for d in timed], marker="v", linestyle=":", label="longest"
+            )
             axes[1].set_ylabel("server time per upload (ms)")
             axes[1].set_yscale("log")
             axes[1].legend(loc="upper left", fontsize=8)
@@ -158,4 +167,3 @@ def register(bp) -> None:
     bp.add_url_rule("/BotDetails/scores.svg", view_func=scores_plot)
     bp.add_url_rule("/BotDetails/history.svg", view_func=history_plot)
     bp.add_url_rule("/RumbleStats/uploads.svg", view_func=uploads_plot)
-

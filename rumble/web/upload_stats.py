@@ -81,9 +81,7 @@ def recorded(view):
 
     @functools.wraps(view)
     def wrapper(*args, **kwargs):
-        from flask import current_app
-
-        from flask import g
+        from flask import current_app, g
 
         from rumble.web import get_db, now
 

@@ -127,13 +127,27 @@ def live_server(directory: Path, workers: int = 2, settings: dict[str, str] | No
     db_path = directory / "rumble.db"
     output_path = directory / "server.out"
     port = free_port()
-    command = [sys.executable, "-m", "rumble", "serve", "--db", str(db_path), "--port", str(port), "--workers", str(workers)]
+    command = [
+        sys.executable,
+        "-m",
+        "rumble",
+        "serve",
+        "--db",
+        str(db_path),
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
     with open(output_path, "wb") as output:
         process = subprocess.Popen(
-            command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            command,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             env={**_server_env(), **{f"RUMBLE_{name}": value for name, value in (settings or {}).items()}},
             start_new_session=True,
-        )  # fmt: skip
+        )
         server = LiveServer(f"http://127.0.0.1:{port}", db_path, process, output_path)
         try:
             _wait_until_up(server)

@@ -75,14 +75,19 @@ def running_nginx(directory: Path, backend_port: int) -> Iterator[str]:
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
     config = directory / "nginx.conf"
-    user = "user root root;\n" if os.geteuid() == 0 else ""  # else workers run as nobody, who cannot write the temp dirs here
+    user = (
+        "user root root;\n" if os.geteuid() == 0 else ""
+    )  # else workers run as nobody, who cannot write the temp dirs here
     config.write_text(CONFIG.format(user=user, dir=directory, backend=backend_port, port=port, location=PROXY_LOCATION))
     binary = NGINX if Path(NGINX).exists() else shutil.which("nginx")
     with open(directory / "nginx.out", "wb") as out:
         process = subprocess.Popen(
             [binary, "-c", str(config), "-p", str(directory), "-e", str(directory / "error.log")],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         _wait_for_port(process, port, directory)
         yield f"http://127.0.0.1:{port}"
@@ -100,7 +105,9 @@ def _wait_for_port(process: subprocess.Popen, port: int, directory: Path) -> Non
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"nginx exited with {process.returncode}: {(directory / 'error.log').read_text(errors='replace')}")
+            raise AssertionError(
+                f"nginx exited with {process.returncode}: {(directory / 'error.log').read_text(errors='replace')}"
+            )
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 return

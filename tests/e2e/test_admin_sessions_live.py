@@ -29,7 +29,9 @@ def _rows(server, sql: str) -> list[tuple]:
 
 
 def _token(server) -> str:
-    result = CliRunner().invoke(cli, ["admin", "create-token", "--db", str(server.db_path), "alice"], env={"RUMBLE_ADMIN_TOKEN": ""})
+    result = CliRunner().invoke(
+        cli, ["admin", "create-token", "--db", str(server.db_path), "alice"], env={"RUMBLE_ADMIN_TOKEN": ""}
+    )
     assert result.exit_code == 0, result.output
     return result.output.strip()
 
@@ -38,27 +40,46 @@ def test_a_logged_out_cookie_replayed_to_the_real_server_opens_nothing(live_serv
     token = _token(live_server)
     browser = requests.Session()
     page = browser.get(live_server.url + "/admin/login", timeout=10).text
-    response = browser.post(live_server.url + "/admin/login", data={"token": token, "csrf_token": _csrf(page), "next": "/admin"},
-                            allow_redirects=False, timeout=10)  # fmt: skip
+    response = browser.post(
+        live_server.url + "/admin/login",
+        data={"token": token, "csrf_token": _csrf(page), "next": "/admin"},
+        allow_redirects=False,
+        timeout=10,
+    )
     assert response.status_code == 303
     old_cookie = browser.cookies.get("rumble_admin", path="/admin")
     csrf = _csrf(browser.get(live_server.url + "/admin", headers=BROWSER, timeout=10).text)
-    assert browser.post(live_server.url + "/admin/logout", data={"csrf_token": csrf}, allow_redirects=False, timeout=10).status_code == 303
+    assert (
+        browser.post(
+            live_server.url + "/admin/logout", data={"csrf_token": csrf}, allow_redirects=False, timeout=10
+        ).status_code
+        == 303
+    )
     audited = _rows(live_server, "SELECT id, action FROM audit_log ORDER BY id")
     assert [action for _, action in audited] == ["create-token", "login", "logout"]
     for _ in range(4):  # both workers, more than once
-        response = requests.post(live_server.url + "/admin/restore", data={"game": "roborumble", "name": "a.Alpha 1.0", "csrf_token": csrf},
-                                 headers={**BROWSER, "Cookie": f"rumble_admin={old_cookie}"}, allow_redirects=False, timeout=10)  # fmt: skip
+        response = requests.post(
+            live_server.url + "/admin/restore",
+            data={"game": "roborumble", "name": "a.Alpha 1.0", "csrf_token": csrf},
+            headers={**BROWSER, "Cookie": f"rumble_admin={old_cookie}"},
+            allow_redirects=False,
+            timeout=10,
+        )
         assert response.status_code == 302 and response.headers["Location"] == "/admin/login?next=/admin/restore"
     assert _rows(live_server, "SELECT id, action FROM audit_log ORDER BY id") == audited
-    assert _rows(live_server, "SELECT remote_addr, kind, tried FROM admin_failures") == [
-        ("127.0.0.1", "session", "a session cookie: session ended (logout)")] * 4  # fmt: skip
+    assert (
+        _rows(live_server, "SELECT remote_addr, kind, tried FROM admin_failures")
+        == [("127.0.0.1", "session", "a session cookie: session ended (logout)")] * 4
+    )
 
 
 def test_failures_are_logged_with_the_address_and_limited_in_every_worker(live_server):
     token = _token(live_server)
     wrong = {"Authorization": "Bearer " + token[:-1] + ("A" if token[-1] != "A" else "B")}
-    statuses = [requests.get(live_server.url + "/admin", headers=wrong, timeout=10).status_code for _ in range(DEFAULT_LIMIT + 5)]
+    statuses = [
+        requests.get(live_server.url + "/admin", headers=wrong, timeout=10).status_code
+        for _ in range(DEFAULT_LIMIT + 5)
+    ]
     assert statuses == [401] * DEFAULT_LIMIT + [429] * 5
     right = requests.get(live_server.url + "/admin", headers={"Authorization": f"Bearer {token}"}, timeout=10)
     assert right.status_code == 429 and right.headers["Content-Type"].startswith("text/plain")

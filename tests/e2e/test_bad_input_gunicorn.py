@@ -12,8 +12,8 @@ import socket
 import time
 
 import pytest
-
 from bad_input import HOSTILE, KNOWN, PARAMS, encode, path_for, protocol_problem
+
 from rumble import store
 from rumble.admin_tokens import hash_token, new_token, token_id
 from rumble.app import create_app
@@ -25,7 +25,10 @@ from .e2e_support import post_like_java
 
 pytestmark = pytest.mark.e2e
 
-SMALL = {label: HOSTILE[label] for label in ("superscript two", "10**32 in digits", "NUL", "invalid UTF-8", "10 KB of digits")}
+SMALL = {
+    label: HOSTILE[label]
+    for label in ("superscript two", "10**32 in digits", "NUL", "invalid UTF-8", "10 KB of digits")
+}
 MALFORMED_CHUNKS = b"zz\r\nabc\r\n0\r\n\r\n"  # a chunk size that is not hexadecimal
 LIMIT_REQUEST_LINE = 4094  # gunicorn's default limit_request_line, in bytes
 UNREADABLE = "the request body cannot be read: Invalid chunk size: b'zz'"
@@ -44,8 +47,10 @@ def exchange(url: str, raw: bytes) -> tuple[int, str, bytes]:
 
 def request(method: str, target: bytes, body: bytes = b"", headers: bytes = b"", chunked: bool = False) -> bytes:
     framing = b"Transfer-Encoding: chunked\r\n" if chunked else b"Content-Length: %d\r\n" % len(body)
-    return (method.encode() + b" " + target + b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-            b"Content-Type: application/x-www-form-urlencoded\r\n" + framing + headers + b"\r\n" + body)  # fmt: skip
+    return (
+        method.encode() + b" " + target + b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+        b"Content-Type: application/x-www-form-urlencoded\r\n" + framing + headers + b"\r\n" + body
+    )
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +66,22 @@ def rules(tmp_path_factory):
 def server(live_server):
     """The live server with two battles stored, so that the sweep's bot names exist."""
     now = int(time.time() * 1000)
-    for n, (first, second) in enumerate((("sample.Corners 1.0", "sample.RamFire 1.0"), ("sample.Walls 0.9b", "sample.Corners 1.0"))):
-        battle = Battle("roborumble", "1", "1.9.3.9", False, False, 35, "800x600", "Jane Doe", now + n,
-                        Side(first, 6598, 3299, 32), Side(second, 4883, 2441, 3))  # fmt: skip
+    for n, (first, second) in enumerate(
+        (("sample.Corners 1.0", "sample.RamFire 1.0"), ("sample.Walls 0.9b", "sample.Corners 1.0"))
+    ):
+        battle = Battle(
+            "roborumble",
+            "1",
+            "1.9.3.9",
+            False,
+            False,
+            35,
+            "800x600",
+            "Jane Doe",
+            now + n,
+            Side(first, 6598, 3299, 32),
+            Side(second, 4883, 2441, 3),
+        )
         status, _, text = post_like_java(live_server.url + "/UploadedResults", format_upload(battle))
         assert status == 200 and text.splitlines()[-1] == f"OK. {first} vs {second} received for roborumble", text
     return live_server
@@ -95,7 +113,9 @@ def test_a_malformed_chunked_body_gets_the_protocols_refusal_on_the_client_endpo
         if found != expected:
             wrong.append((rule.rule, found))
         if rule.endpoint.startswith("admin.") and rule.endpoint not in ("admin.login", "admin.logout"):
-            status, mimetype, body = exchange(server.url, request("POST", target, MALFORMED_CHUNKS, headers=token, chunked=True))
+            status, mimetype, body = exchange(
+                server.url, request("POST", target, MALFORMED_CHUNKS, headers=token, chunked=True)
+            )
             found = (status, mimetype, json.loads(body) if mimetype == "application/json" else body[:100])
             if found != (400, "application/json", {"error": UNREADABLE}):
                 wrong.append((rule.rule + " as a maintainer", found))
@@ -122,7 +142,12 @@ def test_hostile_values_in_every_parameter_of_every_route_get_no_500_from_gunico
             cases = [({name: value}, {}) for name in names for value in SMALL.values()]
             cases += [({}, {name: value}) for name in rule.arguments for value in SMALL.values()]
             for params, in_path in cases:
-                base = {"game": "roborumble", "name": "sample.Corners 1.0", "bot": "sample.Corners 1.0", "vs": "sample.RamFire 1.0"}
+                base = {
+                    "game": "roborumble",
+                    "name": "sample.Corners 1.0",
+                    "bot": "sample.Corners 1.0",
+                    "vs": "sample.RamFire 1.0",
+                }
                 query = encode({**{k: v for k, v in base.items() if k in names}, **params})
                 target = path_for(rule, in_path)
                 if method == "GET":
@@ -149,12 +174,23 @@ def test_hostile_values_in_every_parameter_of_every_route_get_no_500_from_gunico
 @pytest.mark.parametrize(
     "target, status, expected",
     [
-        ("/Rankings?game=roborumble&page=%C2%B2", 400, "page must be a whole number from 1 to 1000000, not &#39;²&#39;."),
-        ("/api/v1/rumbles/roborumble/rankings?page=%C2%B2", 400, '{"error":"page must be a whole number from 1 to 1000000, not \'\\u00b2\'."}'),
-        ("/api/v1/rumbles/roborumble/bots/sample.Corners%201.0?limit=%C2%B2", 400,
-         '{"error":"limit must be a whole number from 1 to 5000, not \'\\u00b2\'."}'),
+        (
+            "/Rankings?game=roborumble&page=%C2%B2",
+            400,
+            "page must be a whole number from 1 to 1000000, not &#39;²&#39;.",
+        ),
+        (
+            "/api/v1/rumbles/roborumble/rankings?page=%C2%B2",
+            400,
+            '{"error":"page must be a whole number from 1 to 1000000, not \'\\u00b2\'."}',
+        ),
+        (
+            "/api/v1/rumbles/roborumble/bots/sample.Corners%201.0?limit=%C2%B2",
+            400,
+            '{"error":"limit must be a whole number from 1 to 5000, not \'\\u00b2\'."}',
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_issues_superscript_page_is_a_400_naming_the_parameter(server, target, status, expected):
     answer = exchange(server.url, request("GET", target.encode()))
     assert answer[0] == status

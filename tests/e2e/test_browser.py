@@ -21,7 +21,7 @@ from .e2e_support import live_server
 
 pytestmark = pytest.mark.e2e
 
-EVIL = '<script>window.rumbleXss = 1</script> 1.0'  # a bot renamed in the database: no upload may carry it
+EVIL = "<script>window.rumbleXss = 1</script> 1.0"  # a bot renamed in the database: no upload may carry it
 BOT, OTHER = "demo.Aurora 2.1", "sample.Walls 0.9b"
 DEMO_BOTS = 20
 READY_WAIT_S = 30
@@ -84,7 +84,10 @@ def test_every_page_loads_without_console_errors_and_with_its_plots(site, browse
 
 
 def _column(browser, index: int) -> list[str]:
-    return [cell.text for cell in browser.driver.find_elements("css selector", f"table.rankings tbody tr td:nth-child({index})")]
+    return [
+        cell.text
+        for cell in browser.driver.find_elements("css selector", f"table.rankings tbody tr td:nth-child({index})")
+    ]
 
 
 def test_clicking_a_column_title_sorts_the_rankings_by_it(site, browser):
@@ -106,7 +109,9 @@ def test_clicking_a_column_title_sorts_the_rankings_by_it(site, browser):
 
 def test_the_plots_render_as_images_with_one_dot_per_opponent(site, browser):
     browser.open(site.url + f"/BotDetails?game=roborumble&name={_q(BOT)}")
-    sizes = browser.driver.execute_script("return Array.from(document.querySelectorAll('figure.plot img')).map(i => [i.naturalWidth, i.naturalHeight]);")
+    sizes = browser.driver.execute_script(
+        "return Array.from(document.querySelectorAll('figure.plot img')).map(i => [i.naturalWidth, i.naturalHeight]);"
+    )
     assert len(sizes) == 2 and all(w >= 300 and h >= 100 for w, h in sizes), sizes
     # the scatter plot on its own: matplotlib draws each dot as a <use> of one marker path
     browser.open(site.url + f"/BotDetails/scores.svg?game=roborumble&name={_q(BOT)}")
@@ -117,7 +122,11 @@ def test_the_plots_render_as_images_with_one_dot_per_opponent(site, browser):
 
 
 def test_a_bot_named_with_a_script_element_shows_as_text(site, browser):
-    for path in ("/Rankings?game=roborumble", f"/BotDetails?game=roborumble&name={_q(EVIL)}", f"/BotCompare?game=roborumble&bota={_q(EVIL)}&botb={_q(BOT)}"):
+    for path in (
+        "/Rankings?game=roborumble",
+        f"/BotDetails?game=roborumble&name={_q(EVIL)}",
+        f"/BotCompare?game=roborumble&bota={_q(EVIL)}&botb={_q(BOT)}",
+    ):
         browser.open(site.url + path)
         assert browser.driver.execute_script("return window.rumbleXss === undefined;"), path
         assert browser.driver.find_elements("tag name", "script") == [], path

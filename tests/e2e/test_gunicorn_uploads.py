@@ -21,13 +21,23 @@ COUNTS = re.compile(r"<(\d+) (\d+)>")
 PRIORITY = re.compile(r"\[[\w.]+_[\w.\-]+,[\w.]+_[\w.\-]+\]")
 
 
-def make_battle(first: str, second: str, scores: tuple[int, int], firsts: tuple[int, int], time_ms: int | None = None) -> Battle:
+def make_battle(
+    first: str, second: str, scores: tuple[int, int], firsts: tuple[int, int], time_ms: int | None = None
+) -> Battle:
     """A valid 1v1 roborumble result, as the stock 1.9.3.9 client would upload it."""
     return Battle(
-        game="roborumble", version="1", client="1.9.3.9", teams=False, melee=False, rounds=35, field="800x600",
-        uploader="Jane Doe", time_ms=int(time.time() * 1000) if time_ms is None else time_ms,
-        first=Side(first, scores[0], scores[0] // 2, firsts[0]), second=Side(second, scores[1], scores[1] // 2, firsts[1]),
-    )  # fmt: skip
+        game="roborumble",
+        version="1",
+        client="1.9.3.9",
+        teams=False,
+        melee=False,
+        rounds=35,
+        field="800x600",
+        uploader="Jane Doe",
+        time_ms=int(time.time() * 1000) if time_ms is None else time_ms,
+        first=Side(first, scores[0], scores[0] // 2, firsts[0]),
+        second=Side(second, scores[1], scores[1] // 2, firsts[1]),
+    )
 
 
 def pair_result(battle: Battle) -> PairResult:
@@ -42,7 +52,10 @@ def upload(url: str, battle: Battle, newline: str = "\n") -> list[str]:
     lines = text.splitlines()
     pair = f"{battle.first.name} vs {battle.second.name}"
     # Stored, or a repeat of a stored result: never a refusal (which would read "OK. ERROR: ...").
-    assert lines[-1] in (f"OK. {pair} received for {battle.game}", f"OK. {pair} for {battle.game} was already received; not counted again"), text
+    assert lines[-1] in (
+        f"OK. {pair} received for {battle.game}",
+        f"OK. {pair} for {battle.game} was already received; not counted again",
+    ), text
     for line in lines[:-1]:  # every other line must be one the client can read (protocol.md 7.3)
         assert COUNTS.fullmatch(line) or PRIORITY.fullmatch(line), text
     return lines
@@ -61,9 +74,18 @@ def test_upload_is_stored_and_listed(live_server):
     assert "OK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble" in lines
     [row] = live_server.log_rows()
     assert (row["game"], row["first"], row["second"], row["first_score"], row["second_score"]) == (
-        "roborumble", "sample.Corners 1.0", "sample.RamFire 1.0", 6598, 4883,
-    )  # fmt: skip
-    assert (row["first_bullet_damage"], row["second_bullet_damage"], row["first_firsts"], row["second_firsts"]) == (3299, 2441, 32, 3)
+        "roborumble",
+        "sample.Corners 1.0",
+        "sample.RamFire 1.0",
+        6598,
+        4883,
+    )
+    assert (row["first_bullet_damage"], row["second_bullet_damage"], row["first_firsts"], row["second_firsts"]) == (
+        3299,
+        2441,
+        32,
+        3,
+    )
     assert (row["uploader"], row["client_time"]) == ("Jane Doe", battle.time_ms)
     assert_standings(live_server, "roborumble", expected_standings([pair_result(battle)]))
 
@@ -73,8 +95,10 @@ def _upload_figures(live_server) -> tuple:
     server's scheduled batch run may fill in at any moment (it runs once at start-up), nor Glicko's
     RD, shown grown for inactivity up to now (real-valued days: it moves by the second)."""
     batch = tuple(f"_{kind}" for kind in ("rank", "score"))
-    rankings = {name: {k: v for k, v in row.items() if (k == "rank" or not k.endswith(batch)) and k != "glicko_rd"}
-                for name, row in live_server.rankings("roborumble").items()}  # fmt: skip
+    rankings = {
+        name: {k: v for k, v in row.items() if (k == "rank" or not k.endswith(batch)) and k != "glicko_rd"}
+        for name, row in live_server.rankings("roborumble").items()
+    }
     return live_server.ratings("roborumble"), rankings
 
 
@@ -86,7 +110,9 @@ def test_retry_is_acknowledged_and_not_counted_twice(live_server):
     for newline in ("\n", "\r\n"):
         lines = upload(live_server.url, battle, newline)
         assert counts(lines) == (1, 1)
-        assert "OK. sample.Walls 0.9b vs sample.Crazy 1.0 for roborumble was already received; not counted again" in lines
+        assert (
+            "OK. sample.Walls 0.9b vs sample.Crazy 1.0 for roborumble was already received; not counted again" in lines
+        )
     assert live_server.battle_count() == 1
     assert _upload_figures(live_server) == before
     assert_standings(live_server, "roborumble", expected_standings([pair_result(battle)]))

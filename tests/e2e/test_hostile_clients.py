@@ -26,8 +26,12 @@ WAIT_S = 30  # far beyond the 2 s read timeout below: a connection still open af
 
 
 def _mix(tmp_path: Path, *args: str) -> dict:
-    run = subprocess.run([sys.executable, str(SCRIPT), "--battles", "300", "--workdir", str(tmp_path), "--json", *args],
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--battles", "300", "--workdir", str(tmp_path), "--json", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.stdout.strip(), run.stderr[-2000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert run.returncode == (0 if result["share"] >= 0.95 else 1)
@@ -94,4 +98,6 @@ def test_a_body_shorter_than_its_length_gets_the_protocols_refusal(strict_server
         answer = _read_all(sock)
     status, _, rest = answer.partition(b"\r\n")
     assert status == b"HTTP/1.1 200 OK"
-    assert rest.partition(b"\r\n\r\n")[2] == f"OK. ERROR: upload body ends after {len(body)} of its 4000 bytes\n".encode()
+    assert (
+        rest.partition(b"\r\n\r\n")[2] == f"OK. ERROR: upload body ends after {len(body)} of its 4000 bytes\n".encode()
+    )

@@ -26,7 +26,10 @@ def test_eight_concurrent_clients_every_pairing_counts_the_logs_battles(tmp_path
     figures = _script().load_phase(tmp_path, clients=8, uploads=100, bots=12, workers=2, seed=3)
     # 800 uploads, each answered OK; the distinct ones stored once (the rest are deliberate resends).
     assert figures["uploads"] == figures["answered_ok"] == 800 and not figures["errors"]
-    assert figures["stored"] + figures["repeats"] == 800 and figures["log_rows"] == figures["stored"] == figures["rebuild_replayed"]
+    assert (
+        figures["stored"] + figures["repeats"] == 800
+        and figures["log_rows"] == figures["stored"] == figures["rebuild_replayed"]
+    )
     assert figures["pairings"] == 12 * 11 // 2
 
 

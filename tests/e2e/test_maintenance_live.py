@@ -35,9 +35,21 @@ def _battle(rng: random.Random, time_ms: int, uploader: str, received_at: str = 
     a, b = rng.sample(BOTS, 2)
     total = rng.randint(2000, 8000)
     first = rng.randint(total // 2, total)
-    return Battle("roborumble", "1", "1.9.3.9", False, False, ROBORUMBLE.rounds, ROBORUMBLE.field, uploader, time_ms,
-                  Side(a, first, first // 3, 20), Side(b, total - first, (total - first) // 3, 15), received_at,
-                  "10.0.0.9" if received_at else None)  # fmt: skip
+    return Battle(
+        "roborumble",
+        "1",
+        "1.9.3.9",
+        False,
+        False,
+        ROBORUMBLE.rounds,
+        ROBORUMBLE.field,
+        uploader,
+        time_ms,
+        Side(a, first, first // 3, 20),
+        Side(b, total - first, (total - first) // 3, 15),
+        received_at,
+        "10.0.0.9" if received_at else None,
+    )
 
 
 def _build(path) -> None:
@@ -51,7 +63,9 @@ def _build(path) -> None:
         rid = rumble_id(db, "roborumble")
         for n in range(LOGGED):
             result = _battle(rng, start_ms + n, "Mallory" if n % 10 == 0 else "Jane", now)
-            battle_log.append_battle(db, rid, bots.bot_id(db, result.first.name, now), bots.bot_id(db, result.second.name, now), result)
+            battle_log.append_battle(
+                db, rid, bots.bot_id(db, result.first.name, now), bots.bot_id(db, result.second.name, now), result
+            )
         for name in BOTS:
             ingest.activate(db, rid, bots.bot_id(db, name, now), now)
         rebuild_rumble(db, "roborumble", ROBORUMBLE.rounds, 3)
@@ -113,24 +127,37 @@ def test_uploads_are_answered_within_2_s_during_a_rebuild_and_a_rollback(tmp_pat
     blocking = _blocking_rebuild_seconds(copy)
     assert blocking > 1.25 * SLOWEST_S, f"the blocking rebuild took {blocking:.1f} s: too little to show anything"
     with live_server(tmp_path) as server:
-        token = subprocess.run([sys.executable, "-m", "rumble", "admin", "create-token", "--db", str(server.db_path), "alice"],
-                               check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+        token = subprocess.run(
+            [sys.executable, "-m", "rumble", "admin", "create-token", "--db", str(server.db_path), "alice"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         clients = [Uploader(server.url, i) for i in range(3)]
         for client in clients:
             client.start()
         try:
             time.sleep(1.0)
             t0 = time.time()
-            done = subprocess.run([sys.executable, "-m", "rumble", "rebuild", "--db", str(server.db_path), "--game", "roborumble"],
-                                  capture_output=True, text=True)  # fmt: skip
+            done = subprocess.run(
+                [sys.executable, "-m", "rumble", "rebuild", "--db", str(server.db_path), "--game", "roborumble"],
+                capture_output=True,
+                text=True,
+            )
             t1 = time.time()
-            assert done.returncode == 0 and done.stdout.splitlines()[-1].startswith("roborumble: replayed "), done.stderr
+            assert done.returncode == 0 and done.stdout.splitlines()[-1].startswith("roborumble: replayed "), (
+                done.stderr
+            )
             time.sleep(SLOWEST_S)  # the uploads begun during the rebuild have been answered (or are late)
             _assert_answered_in_time(clients, t0, t1)
             auth = {"Authorization": f"Bearer {token}"}
-            answer = requests.post(server.url + "/admin/rollback", json={"uploader": "Mallory"}, headers=auth, timeout=10)
+            answer = requests.post(
+                server.url + "/admin/rollback", json={"uploader": "Mallory"}, headers=auth, timeout=10
+            )
             assert answer.status_code == 202 and answer.json()["battles"] == LOGGED // 10
-            while (job := requests.get(server.url + answer.json()["url"], headers=auth, timeout=10).json())["state"] not in ("done", "failed"):
+            while (job := requests.get(server.url + answer.json()["url"], headers=auth, timeout=10).json())[
+                "state"
+            ] not in ("done", "failed"):
                 time.sleep(0.1)
             t2 = time.time()
             assert job["state"] == "done" and job["result"]["battles"] == LOGGED // 10, job

@@ -29,10 +29,21 @@ FORGED = "203.0.113.9"
 
 def _upload(url: str, first: str, forged: str | None) -> str:
     """One real-format upload from CLIENT_ADDR (with a forged X-Forwarded-For if given); the answer's last line."""
-    body = format_upload(Battle(
-        "roborumble", "1", "1.9.3.9", False, False, 35, "800x600", "Jane Doe", int(time.time() * 1000),
-        Side(first, 6000, 3000, 25), Side("b.B 1.0", 4000, 2000, 10),
-    ))  # fmt: skip
+    body = format_upload(
+        Battle(
+            "roborumble",
+            "1",
+            "1.9.3.9",
+            False,
+            False,
+            35,
+            "800x600",
+            "Jane Doe",
+            int(time.time() * 1000),
+            Side(first, 6000, 3000, 25),
+            Side("b.B 1.0", 4000, 2000, 10),
+        )
+    )
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10, source_address=(CLIENT_ADDR, 0))
     try:
@@ -53,7 +64,9 @@ def _upload(url: str, first: str, forged: str | None) -> str:
 def _recorded(server) -> dict[str, str]:
     """First bot's name -> remote_addr of its battle in the log."""
     with read_only(server.db_path) as db:
-        rows = db.execute("SELECT f.full_name, b.remote_addr FROM battles b JOIN bots f ON f.id = b.first_bot_id").fetchall()
+        rows = db.execute(
+            "SELECT f.full_name, b.remote_addr FROM battles b JOIN bots f ON f.id = b.first_bot_id"
+        ).fetchall()
     return dict(rows)
 
 
@@ -64,7 +77,10 @@ def test_behind_nginx_with_one_trusted_proxy_the_log_records_the_client_address(
         with running_nginx(tmp_path / "nginx", int(urlsplit(server.url).port)) as proxy:
             assert _upload(proxy, "a.Plain 1.0", None) == "OK. a.Plain 1.0 vs b.B 1.0 received for roborumble"
             assert _upload(proxy, "a.Forged 1.0", FORGED) == "OK. a.Forged 1.0 vs b.B 1.0 received for roborumble"
-        assert _recorded(server) == {"a.Plain 1.0": CLIENT_ADDR, "a.Forged 1.0": CLIENT_ADDR}  # nginx appends the real one
+        assert _recorded(server) == {
+            "a.Plain 1.0": CLIENT_ADDR,
+            "a.Forged 1.0": CLIENT_ADDR,
+        }  # nginx appends the real one
 
 
 def test_without_trusted_proxies_a_forged_forwarded_for_is_ignored(tmp_path):
@@ -95,13 +111,34 @@ def test_the_readmes_nginx_site_is_the_tested_one_and_nginx_accepts_it(tmp_path)
     if not available() or shutil.which("openssl") is None:
         skip_unless_ci("nginx or openssl is not installed")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=rumble.example.org",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=rumble.example.org",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     site = site.replace("/etc/letsencrypt/live/rumble.example.org/fullchain.pem", str(cert))
     site = site.replace("/etc/letsencrypt/live/rumble.example.org/privkey.pem", str(key))
     config = tmp_path / "nginx.conf"
     config.write_text(f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}\nhttp {{\n{site}}}\n")
-    check = subprocess.run([NGINX, "-t", "-c", str(config), "-p", str(tmp_path), "-e", str(tmp_path / "error.log")],
-                           capture_output=True, text=True)  # fmt: skip
+    check = subprocess.run(
+        [NGINX, "-t", "-c", str(config), "-p", str(tmp_path), "-e", str(tmp_path / "error.log")],
+        capture_output=True,
+        text=True,
+    )
     assert check.returncode == 0, check.stderr
     assert "test is successful" in check.stderr

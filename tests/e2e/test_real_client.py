@@ -115,11 +115,26 @@ class ClientRun:
 def run_client(server: LiveServer, tmp_path: Path, *args: str, runs: int = 1) -> ClientRun:
     """Run run.sh against ``server`` (roborumble) and wait for it, within run.sh's own time limits."""
     workdir = tmp_path / "client-work"
-    command = ["bash", str(RUN_SH), "--server", server.url, "--game", "roborumble", "--timeout", str(CLIENT_TIMEOUT_S),
-               "--runs", str(runs), "--workdir", str(workdir), *args]  # fmt: skip
+    command = [
+        "bash",
+        str(RUN_SH),
+        "--server",
+        server.url,
+        "--game",
+        "roborumble",
+        "--timeout",
+        str(CLIENT_TIMEOUT_S),
+        "--runs",
+        str(runs),
+        "--workdir",
+        str(workdir),
+        *args,
+    ]
     out_path = tmp_path / "run.sh.out"
     with open(out_path, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
         try:
             process.wait(timeout=runs * (CLIENT_TIMEOUT_S + 60))
         except subprocess.TimeoutExpired:
@@ -149,8 +164,12 @@ def engine_skips(log: str) -> int:
 
 def without_engine_skips(log: str) -> str:
     """The client log without the blocks from ``Fighting battle`` to an engine skip."""
-    return re.sub(rf"^Fighting battle \d+ \.\.\. [^\n]*\n(?:(?!Fighting battle)[^\n]*\n)*?{re.escape(ENGINE_SKIP)}[^\n]*\n",
-                  "", log, flags=re.MULTILINE)  # fmt: skip
+    return re.sub(
+        rf"^Fighting battle \d+ \.\.\. [^\n]*\n(?:(?!Fighting battle)[^\n]*\n)*?{re.escape(ENGINE_SKIP)}[^\n]*\n",
+        "",
+        log,
+        flags=re.MULTILINE,
+    )
 
 
 def assert_client_saw_no_error(run: ClientRun, battles: int) -> int:
@@ -187,7 +206,9 @@ def test_real_client_results_are_logged_and_ranked(live_server: LiveServer, tmp_
 
     # The log holds exactly those uploads, in the client's order, with the client's scores.
     rows = live_server.log_rows()
-    logged = [(row["game"], PairResult(row["first"], row["second"], row["first_score"], row["second_score"])) for row in rows]
+    logged = [
+        (row["game"], PairResult(row["first"], row["second"], row["first_score"], row["second_score"])) for row in rows
+    ]
     assert logged == [(upload.game, upload.result) for upload in stored]
     assert live_server.battle_count() == len(stored)
     assert_rows_are_consistent(rows, stored)
@@ -202,12 +223,34 @@ def assert_rows_are_consistent(rows: list[dict], stored: list[Upload]) -> None:
     """The figures the client does not print: sane, and the same in every game one result went to."""
     copies: dict[int, set[tuple]] = defaultdict(set)
     for row, upload in zip(rows, stored, strict=True):
-        figures = (row["client_time"], row["first_bullet_damage"], row["second_bullet_damage"], row["first_firsts"], row["second_firsts"])
+        figures = (
+            row["client_time"],
+            row["first_bullet_damage"],
+            row["second_bullet_damage"],
+            row["first_firsts"],
+            row["second_firsts"],
+        )
         copies[upload.battle].add(figures)
-        assert (row["uploader"], row["client"], row["rounds"], row["field"], row["teams"], row["melee"], row["state"]) == (
-            USER, "1.9.3.9", ROUNDS, "800x600", 0, 0, "ok",
-        ), row  # fmt: skip
-        assert row["first_bullet_damage"] <= row["first_score"] and row["second_bullet_damage"] <= row["second_score"], row
+        assert (
+            row["uploader"],
+            row["client"],
+            row["rounds"],
+            row["field"],
+            row["teams"],
+            row["melee"],
+            row["state"],
+        ) == (
+            USER,
+            "1.9.3.9",
+            ROUNDS,
+            "800x600",
+            0,
+            0,
+            "ok",
+        ), row
+        assert (
+            row["first_bullet_damage"] <= row["first_score"] and row["second_bullet_damage"] <= row["second_score"]
+        ), row
         assert max(row["first_firsts"], row["second_firsts"]) <= ROUNDS, row
     assert all(len(figures) == 1 for figures in copies.values()), copies
 
@@ -230,7 +273,9 @@ def assert_priority_battles_are_participants(run: ClientRun, client: ClientLog) 
     path = run.client_file("PRIORITYBATTLESFILE")
     for line in path.read_text().splitlines() if path.exists() else []:
         first, second, runonly = line.split(",")
-        assert first in client.codesizes and second in client.codesizes and first != second and runonly == "SERVER", line
+        assert first in client.codesizes and second in client.codesizes and first != second and runonly == "SERVER", (
+            line
+        )
 
 
 def test_real_client_drops_refused_results(live_server: LiveServer, tmp_path):
@@ -275,7 +320,9 @@ def test_engine_skips_are_told_apart_from_errors():
     assert "Exception" not in without_engine_skips(CI_LOG_WITH_ENGINE_SKIP)
     assert "RESULT = sample.Fire 1.0" in without_engine_skips(CI_LOG_WITH_ENGINE_SKIP)
     client = parse_client_log(CI_LOG_WITH_ENGINE_SKIP)
-    assert client.results == [PairResult("sample.Corners 1.0", "sample.Target 1.0", 5794, 61),
-                              PairResult("sample.Fire 1.0", "sample.Corners 1.0", 5792, 2744)]  # fmt: skip
+    assert client.results == [
+        PairResult("sample.Corners 1.0", "sample.Target 1.0", 5794, 61),
+        PairResult("sample.Fire 1.0", "sample.Corners 1.0", 5792, 2744),
+    ]
     broken = CI_LOG_WITH_ENGINE_SKIP + "java.net.ConnectException: Connection refused\n"
     assert "Exception" in without_engine_skips(broken)

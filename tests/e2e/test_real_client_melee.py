@@ -20,7 +20,12 @@ from .test_real_client import assert_client_saw_no_error, parse_client_log, requ
 
 pytestmark = pytest.mark.e2e
 
-MELEE_DIVISIONS = (("meleerumble", None), ("minimeleerumble", 1500), ("micromeleerumble", 750), ("nanomeleerumble", 250))
+MELEE_DIVISIONS = (
+    ("meleerumble", None),
+    ("minimeleerumble", 1500),
+    ("micromeleerumble", 750),
+    ("nanomeleerumble", 250),
+)
 
 
 def parse_melee_log(text: str) -> tuple[dict[str, int], list[tuple[list[str], str, str]], list[str]]:
@@ -49,20 +54,29 @@ def reassembled(server: LiveServer, game: str) -> list[dict]:
     with read_only(server.db_path) as db:
         rows = db.execute(
             "SELECT m.id, m.state, m.pairs, m.late_pairs, m.closed_by FROM melee_battles m JOIN rumbles r ON r.id = m.rumble_id "
-            "WHERE r.name = ? ORDER BY m.id", (game,),
-        ).fetchall()  # fmt: skip
+            "WHERE r.name = ? ORDER BY m.id",
+            (game,),
+        ).fetchall()
         result = []
         for melee_id, state, pairs, late, closed_by in rows:
-            bots = db.execute("SELECT b.full_name, e.score, e.rank FROM melee_entries e JOIN bots b ON b.id = e.bot_id "
-                              "WHERE e.melee_battle_id = ?", (melee_id,)).fetchall()  # fmt: skip
-            result.append(dict(state=state, pairs=pairs, late=late, closed_by=closed_by, bots={n: (s, r) for n, s, r in bots}))
+            bots = db.execute(
+                "SELECT b.full_name, e.score, e.rank FROM melee_entries e JOIN bots b ON b.id = e.bot_id "
+                "WHERE e.melee_battle_id = ?",
+                (melee_id,),
+            ).fetchall()
+            result.append(
+                dict(state=state, pairs=pairs, late=late, closed_by=closed_by, bots={n: (s, r) for n, s, r in bots})
+            )
     return result
 
 
 def melee_ratings(server: LiveServer, game: str) -> dict[str, tuple]:
     with read_only(server.db_path) as db:
-        rows = db.execute("SELECT b.full_name, m.mu, m.sigma, m.battles, m.xonstat FROM melee_ratings m JOIN bots b ON b.id = m.bot_id "
-                          "JOIN rumbles r ON r.id = m.rumble_id WHERE r.name = ?", (game,)).fetchall()  # fmt: skip
+        rows = db.execute(
+            "SELECT b.full_name, m.mu, m.sigma, m.battles, m.xonstat FROM melee_ratings m JOIN bots b ON b.id = m.bot_id "
+            "JOIN rumbles r ON r.id = m.rumble_id WHERE r.name = ?",
+            (game,),
+        ).fetchall()
     return {row[0]: row[1:] for row in rows}
 
 
@@ -70,8 +84,11 @@ def rating_steps(server: LiveServer, game: str) -> dict[str, tuple]:
     """Each bot's count of rating steps (every rating moves together, counted by XonStat's battles),
     its XonStat Elo and Rank Points in the rumble's ratings table."""
     with read_only(server.db_path) as db:
-        rows = db.execute("SELECT b.full_name, g.xonstat_battles, g.xonstat, g.rank_points FROM ratings g JOIN bots b ON b.id = g.bot_id "
-                          "JOIN rumbles r ON r.id = g.rumble_id WHERE r.name = ?", (game,)).fetchall()  # fmt: skip
+        rows = db.execute(
+            "SELECT b.full_name, g.xonstat_battles, g.xonstat, g.rank_points FROM ratings g JOIN bots b ON b.id = g.bot_id "
+            "JOIN rumbles r ON r.id = g.rumble_id WHERE r.name = ?",
+            (game,),
+        ).fetchall()
     return {row[0]: row[1:] for row in rows}
 
 
@@ -81,11 +98,20 @@ def expected_melee_ratings(battles: list[dict[str, int]]) -> dict[str, tuple]:
     for scores in battles:
         names = sorted(scores)
         old = [state.get(n, (25.0, 25 / 3, 0, 1500.0)) for n in names]
-        new = paper_update([o[0] for o in old], [o[1] for o in old], [1 + sum(scores[o] > scores[n] for o in names) for n in names])
+        new = paper_update(
+            [o[0] for o in old], [o[1] for o in old], [1 + sum(scores[o] > scores[n] for o in names) for n in names]
+        )
         for i, n in enumerate(names):
             k = 200 - 5 * min(old[i][2], 32)
-            changes = [k * ((0.5 if scores[n] + scores[o] == 0 else scores[n] / (scores[n] + scores[o]))
-                            - 1 / (1 + 10 ** ((old[j][3] - old[i][3]) / 400))) for j, o in enumerate(names) if j != i]  # fmt: skip
+            changes = [
+                k
+                * (
+                    (0.5 if scores[n] + scores[o] == 0 else scores[n] / (scores[n] + scores[o]))
+                    - 1 / (1 + 10 ** ((old[j][3] - old[i][3]) / 400))
+                )
+                for j, o in enumerate(names)
+                if j != i
+            ]
             state[n] = (new[i][0], new[i][1], old[i][2] + 1, old[i][3] + sum(changes) / len(changes))
     return state
 
@@ -116,8 +142,13 @@ def test_real_client_melee_battles_are_reassembled_and_rated_once(live_server: L
         for battle, (members, winner, second) in zip(found, expected_battles):
             assert set(battle["bots"]) == set(members), game
             assert battle["pairs"] == len(members) * (len(members) - 1) // 2 and battle["late"] == 0, game
-            mine = [r for r in rows if r["game"] == game and battle["bots"].get(r["first"], (None,))[0] == r["first_score"]
-                    and battle["bots"].get(r["second"], (None,))[0] == r["second_score"]]  # fmt: skip
+            mine = [
+                r
+                for r in rows
+                if r["game"] == game
+                and battle["bots"].get(r["first"], (None,))[0] == r["first_score"]
+                and battle["bots"].get(r["second"], (None,))[0] == r["second_score"]
+            ]
             assert len(mine) == battle["pairs"], game  # the logged pairs with this battle's figures
             if len(members) == 10:  # the stock battle size: complete at its 45th pair, rated once
                 assert (battle["state"], battle["closed_by"]) == ("rated", "complete"), game
@@ -159,6 +190,9 @@ def test_real_client_team_battles_are_logged_and_ranked(live_server: LiveServer,
         assert line == f"OK. {result.first} vs {result.second} received for teamrumble", line
     rows = live_server.log_rows()
     assert [PairResult(r["first"], r["second"], r["first_score"], r["second_score"]) for r in rows] == client.results
-    assert all((r["game"], r["teams"], r["melee"], r["field"], r["rounds"], r["state"]) == ("teamrumble", 1, 0, "1200x1200", 10, "ok")
-               for r in rows)  # fmt: skip
+    assert all(
+        (r["game"], r["teams"], r["melee"], r["field"], r["rounds"], r["state"])
+        == ("teamrumble", 1, 0, "1200x1200", 10, "ok")
+        for r in rows
+    )
     assert_standings(live_server, "teamrumble", expected_standings(client.results))

@@ -80,12 +80,24 @@ def test_each_upload_outcome_renders_as_the_answer_the_client_reads():
     a, b = "sample.Corners 1.0", "sample.RamFire 1.0"
     Kind, Outcome = replies.Kind, replies.UploadOutcome
     accepted = Outcome(Kind.ACCEPTED, "roborumble", a, b, (12, 7), priority=("a.B 1.0", "c.D 2"))
-    assert replies.render(accepted) == "[a.B_1.0,c.D_2]\n<12 7>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble\n"
-    assert replies.render(Outcome(Kind.ACCEPTED, "roborumble", a, b, (1, 1))) == "<1 1>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble\n"
+    assert (
+        replies.render(accepted)
+        == "[a.B_1.0,c.D_2]\n<12 7>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble\n"
+    )
+    assert (
+        replies.render(Outcome(Kind.ACCEPTED, "roborumble", a, b, (1, 1)))
+        == "<1 1>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble\n"
+    )
     held = Outcome(Kind.HELD, "roborumble", a, b, (1, 1), reason="bullet damage above the score")
-    assert replies.render(held) == "<1 1>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble, held for review: bullet damage above the score\n"
+    assert (
+        replies.render(held)
+        == "<1 1>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble, held for review: bullet damage above the score\n"
+    )
     duplicate = Outcome(Kind.DUPLICATE, "minirumble", a, b, (3, 4))
-    assert replies.render(duplicate) == "<3 4>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 for minirumble was already received; not counted again\n"
+    assert (
+        replies.render(duplicate)
+        == "<3 4>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 for minirumble was already received; not counted again\n"
+    )
     assert replies.render(Outcome(Kind.REFUSED, reason="unknown game 'x'")) == "OK. ERROR: unknown game 'x'\n"
     with pytest.raises(ValueError):
         replies.render(Outcome(Kind.ERROR, reason="server error (OSError)"))

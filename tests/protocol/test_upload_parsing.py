@@ -6,8 +6,8 @@ import pytest
 
 from rumble.battle import Side
 from rumble.protocol import ProtocolError
-from rumble.protocol.upload import FIELDS, Policy, check_upload, format_upload, parse_upload
 from rumble.protocol.games import load_rumbles
+from rumble.protocol.upload import FIELDS, Policy, check_upload, format_upload, parse_upload
 
 # Captured from the real client (protocol.md 7.1), byte for byte.
 CAPTURED = (
@@ -21,7 +21,15 @@ POLICY = Policy(accepted_clients=("1.9.3.9",), max_age_ms=24 * 3_600_000, max_sk
 
 def test_captured_body_parses_to_its_fields():
     b = parse_upload(CAPTURED)
-    assert (b.game, b.version, b.client, b.teams, b.melee, b.rounds, b.field) == ("roborumble", "1", "1.9.3.9", False, False, 35, "800x600")
+    assert (b.game, b.version, b.client, b.teams, b.melee, b.rounds, b.field) == (
+        "roborumble",
+        "1",
+        "1.9.3.9",
+        False,
+        False,
+        35,
+        "800x600",
+    )
     assert (b.uploader, b.time_ms) == ("Jane Doe", 1795354546578)
     assert b.first == Side("sample.Corners 1.0", 6598, 3939, 32)
     assert b.second == Side("sample.RamFire 1.0", 4883, 3230, 3)
@@ -48,12 +56,16 @@ def test_format_upload_is_the_inverse_of_parse():
 
 
 def test_melee_and_team_captures_parse():
-    melee = (b"game=meleerumble&version=1&client=1.9.3.9&teams=NOT&melee=YES&rounds=35&field=1000x1000&user=Jane Doe"
-             b"&time=1795354572459&fname=sample.Walls 0.9b&fscore=25214&fbulletd=7189&fsurvival=29"
-             b"&sname=sample.SpinBot 1.2.3&sscore=18237&sbulletd=6378&ssurvival=3\n")  # fmt: skip
-    team = (b"game=twinduel&version=1&client=1.9.3.9&teams=YES&melee=NOT&rounds=75&field=800x800&user=Jane Doe"
-            b"&time=1795354631029&fname=sample.SpinAndTrack 1.0&fscore=33872&fbulletd=20038&fsurvival=64"
-            b"&sname=sampleteam.LeaderAndDroid 1.0&sscore=14702&sbulletd=7527&ssurvival=11\n")  # fmt: skip
+    melee = (
+        b"game=meleerumble&version=1&client=1.9.3.9&teams=NOT&melee=YES&rounds=35&field=1000x1000&user=Jane Doe"
+        b"&time=1795354572459&fname=sample.Walls 0.9b&fscore=25214&fbulletd=7189&fsurvival=29"
+        b"&sname=sample.SpinBot 1.2.3&sscore=18237&sbulletd=6378&ssurvival=3\n"
+    )
+    team = (
+        b"game=twinduel&version=1&client=1.9.3.9&teams=YES&melee=NOT&rounds=75&field=800x800&user=Jane Doe"
+        b"&time=1795354631029&fname=sample.SpinAndTrack 1.0&fscore=33872&fbulletd=20038&fsurvival=64"
+        b"&sname=sampleteam.LeaderAndDroid 1.0&sscore=14702&sbulletd=7527&ssurvival=11\n"
+    )
     rumbles = load_rumbles()
     for body in (melee, team):
         b = parse_upload(body)

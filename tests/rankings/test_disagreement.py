@@ -30,8 +30,14 @@ def test_vote_is_left_out_of_the_marks():
 
 
 def test_the_top_spreads_are_marked_ties_included_and_never_a_spread_of_zero():
-    rows = [row("a", 1, 6, 1, 1), row("b", 2, 2, 5, 1), row("c", 3, 1, 3, 1), row("d", 4, 2, 4, 1),
-            row("e", 5, 5, 3, 1), row("f", 6, 6, 6, 1)]  # fmt: skip
+    rows = [
+        row("a", 1, 6, 1, 1),
+        row("b", 2, 2, 5, 1),
+        row("c", 3, 1, 3, 1),
+        row("d", 4, 2, 4, 1),
+        row("e", 5, 5, 3, 1),
+        row("f", 6, 6, 6, 1),
+    ]
     marks = {r["name"]: (r["spread"], r["top_spread"]) for r in annotate(rows, METHODS)}
     # spreads 5, 3, 2, 2, 2, 0: the top three (at least 3 rows) reach down to 2, so every 2 is marked too
     assert marks == {"a": (5, True), "b": (3, True), "c": (2, True), "d": (2, True), "e": (2, True), "f": (0, False)}

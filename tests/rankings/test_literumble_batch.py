@@ -50,8 +50,15 @@ from rumble.rankings import batch, knnpbi, npp, vote
 from rumble.rankings.pairwise import symmetrise
 
 NAN = np.nan
-RUMBLE = np.array([[NAN, 60, 70, 80, 90], [44, NAN, 55, 60, 85], [30, 45, NAN, 62, 30], [20, 40, 38, NAN, NAN],
-                   [10, 15, 70, NAN, NAN]])  # fmt: skip
+RUMBLE = np.array(
+    [
+        [NAN, 60, 70, 80, 90],
+        [44, NAN, 55, 60, 85],
+        [30, 45, NAN, 62, 30],
+        [20, 40, 38, NAN, NAN],
+        [10, 15, 70, NAN, NAN],
+    ]
+)
 
 
 def test_symmetrise_averages_both_sides_of_a_pairing():
@@ -74,11 +81,13 @@ def test_vote_splits_a_tied_vote_and_divides_by_pairings():
 
 
 def test_npp_per_pairing():
-    expected = [[NAN, 100, 100, 100, 100],
-                [100, NAN, 53.125, 0, 55 / 60 * 100],
-                [62.5, 30 / 43 * 100, NAN, 10, 0],
-                [31.25, 25 / 43 * 100, 0, NAN, NAN],
-                [0, 0, 100, NAN, NAN]]  # fmt: skip
+    expected = [
+        [NAN, 100, 100, 100, 100],
+        [100, NAN, 53.125, 0, 55 / 60 * 100],
+        [62.5, 30 / 43 * 100, NAN, 10, 0],
+        [31.25, 25 / 43 * 100, 0, NAN, NAN],
+        [0, 0, 100, NAN, NAN],
+    ]
     np.testing.assert_allclose(npp.npp(RUMBLE), expected)
 
 
@@ -107,8 +116,13 @@ def test_knnpbi_neighbourhoods_follow_literumbles_code():
 
 
 def test_knnpbi_per_pairing():
-    expected = [[NAN, 0, 15, 20, 5], [12, NAN, -15, -11, 25], [-1, -4, NAN, -8, -57.5],
-                [-16, -5, -17, NAN, NAN], [-15, -27.5, 32, NAN, NAN]]  # fmt: skip
+    expected = [
+        [NAN, 0, 15, 20, 5],
+        [12, NAN, -15, -11, 25],
+        [-1, -4, NAN, -8, -57.5],
+        [-16, -5, -17, NAN, NAN],
+        [-15, -27.5, 32, NAN, NAN],
+    ]
     np.testing.assert_allclose(knnpbi.knnpbi(RUMBLE), expected)
 
 

@@ -3,21 +3,39 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import pairwise_from_ballots
 import pytest
+from conftest import pairwise_from_ballots
 
 from rumble.rankings import schulze
 
 NAN = np.nan
 
 # Wikipedia, "Schulze method", Example: 45 voters, 5 candidates (count, ballot best to worst)
-WIKIPEDIA_BALLOTS = [(5, "ACBED"), (5, "ADECB"), (8, "BEDAC"), (3, "CABED"), (7, "CAEBD"), (2, "CBADE"),
-                     (7, "DCEBA"), (8, "EBADC")]  # fmt: skip
+WIKIPEDIA_BALLOTS = [
+    (5, "ACBED"),
+    (5, "ADECB"),
+    (8, "BEDAC"),
+    (3, "CABED"),
+    (7, "CAEBD"),
+    (2, "CBADE"),
+    (7, "DCEBA"),
+    (8, "EBADC"),
+]
 # its published matrix of pairwise preferences d[X, Y] and strongest paths p[X, Y], rows and columns A..E
-WIKIPEDIA_D = [[NAN, 20, 26, 30, 22], [25, NAN, 16, 33, 18], [19, 29, NAN, 17, 24], [15, 12, 28, NAN, 14],
-               [23, 27, 21, 31, NAN]]  # fmt: skip
-WIKIPEDIA_P = [[NAN, 28, 28, 30, 24], [25, NAN, 28, 33, 24], [25, 29, NAN, 29, 24], [25, 28, 28, NAN, 24],
-               [25, 28, 28, 31, NAN]]  # fmt: skip
+WIKIPEDIA_D = [
+    [NAN, 20, 26, 30, 22],
+    [25, NAN, 16, 33, 18],
+    [19, 29, NAN, 17, 24],
+    [15, 12, 28, NAN, 14],
+    [23, 27, 21, 31, NAN],
+]
+WIKIPEDIA_P = [
+    [NAN, 28, 28, 30, 24],
+    [25, NAN, 28, 33, 24],
+    [25, 29, NAN, 29, 24],
+    [25, 28, 28, NAN, 24],
+    [25, 28, 28, 31, NAN],
+]
 
 
 def test_wikipedia_ballots_tally_to_the_published_matrix():

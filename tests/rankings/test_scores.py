@@ -92,7 +92,11 @@ def test_pwin_equals_literumbles_with_draws(percents):
     agrees with LiteRumble's formula whatever the draws, while PL and the counts keep the draws apart."""
     s = summary(totals_of([_pairing(p) for p in percents]))
     assert s.pwin == pytest.approx(literumble_pwin(percents), abs=1e-12)
-    assert (s.wins, s.draws, s.losses) == (sum(p > 50 for p in percents), percents.count(50), sum(p < 50 for p in percents))
+    assert (s.wins, s.draws, s.losses) == (
+        sum(p > 50 for p in percents),
+        percents.count(50),
+        sum(p < 50 for p in percents),
+    )
 
 
 def test_no_pairings_gives_empty_scores():

@@ -42,6 +42,7 @@ def random_field(rng: np.random.Generator, n: int, now: float) -> tuple[np.ndarr
 
 def reference(aps, active, table, battles, a: int, b: int, share_a: float, now: float) -> dict[int, list[float]]:
     """Both bots' new values (table rows) from the pure modules' documented functions."""
+
     def elapsed(i: int) -> float:
         return 0.0 if np.isnan(table[all_pairings.RATED_AT, i]) else max(now - table[all_pairings.RATED_AT, i], 0.0)
 
@@ -49,22 +50,40 @@ def reference(aps, active, table, battles, a: int, b: int, share_a: float, now: 
         return glicko.decay(table[all_pairings.GLICKO_RD, i], glicko.periods(elapsed(i)))
 
     def rd2(i: int) -> float:
-        return glicko2.inactivity(table[all_pairings.GLICKO2_RD, i], table[all_pairings.GLICKO2_VOLATILITY, i],
-                                  glicko2.whole_days(elapsed(i)))  # fmt: skip
+        return glicko2.inactivity(
+            table[all_pairings.GLICKO2_RD, i], table[all_pairings.GLICKO2_VOLATILITY, i], glicko2.whole_days(elapsed(i))
+        )
 
     result = {}
     for i, other, share in ((a, b, share_a), (b, a, 1.0 - share_a)):
         live = [j for j in range(len(active)) if active[j] and not np.isnan(aps[i, j])]
         scores = aps[i, live]
-        new_elo = table[all_pairings.ELO, i] + elo.delta(table[all_pairings.ELO, i], table[all_pairings.ELO, live], scores)
-        g_r, g_rd = glicko.update(table[all_pairings.GLICKO, i], rd1(i), table[all_pairings.GLICKO, live],
-                                  [rd1(j) for j in live], scores)  # fmt: skip
-        g2 = glicko2.update(table[all_pairings.GLICKO2, i], rd2(i), table[all_pairings.GLICKO2_VOLATILITY, i],
-                            table[all_pairings.GLICKO2, live], [rd2(j) for j in live], scores)  # fmt: skip
-        rp = rank_points.update(table[all_pairings.RANK_POINTS, i], g2.r, g2.rd, share, table[all_pairings.GLICKO2, i],
-                                table[all_pairings.GLICKO2, other])  # fmt: skip
+        new_elo = table[all_pairings.ELO, i] + elo.delta(
+            table[all_pairings.ELO, i], table[all_pairings.ELO, live], scores
+        )
+        g_r, g_rd = glicko.update(
+            table[all_pairings.GLICKO, i], rd1(i), table[all_pairings.GLICKO, live], [rd1(j) for j in live], scores
+        )
+        g2 = glicko2.update(
+            table[all_pairings.GLICKO2, i],
+            rd2(i),
+            table[all_pairings.GLICKO2_VOLATILITY, i],
+            table[all_pairings.GLICKO2, live],
+            [rd2(j) for j in live],
+            scores,
+        )
+        rp = rank_points.update(
+            table[all_pairings.RANK_POINTS, i],
+            g2.r,
+            g2.rd,
+            share,
+            table[all_pairings.GLICKO2, i],
+            table[all_pairings.GLICKO2, other],
+        )
         result[i] = [new_elo, g_r, g_rd, g2.r, g2.rd, g2.sigma, rp, np.nan, now]
-    xo_a, xo_b = xonstat.update(table[all_pairings.XONSTAT, a], table[all_pairings.XONSTAT, b], int(battles[a]), int(battles[b]), share_a)
+    xo_a, xo_b = xonstat.update(
+        table[all_pairings.XONSTAT, a], table[all_pairings.XONSTAT, b], int(battles[a]), int(battles[b]), share_a
+    )
     result[a][all_pairings.XONSTAT], result[b][all_pairings.XONSTAT] = xo_a, xo_b
     return result
 
@@ -82,7 +101,9 @@ def test_compiled_step_equals_the_pure_modules(seed):
         expected = reference(aps, active, table, battles, a, b, share_a, now)
         before = table.copy()
         counts = battles.copy()
-        all_pairings.rate_pair(aps, active, table, battles, n, a, b, share_a, now, np.empty((all_pairings.WORK_ROWS, 2 * n)))
+        all_pairings.rate_pair(
+            aps, active, table, battles, n, a, b, share_a, now, np.empty((all_pairings.WORK_ROWS, 2 * n))
+        )
         for i in (a, b):
             assert table[:, i] == pytest.approx(expected[i], rel=1e-12, abs=1e-9), (seed, i)
         others = [j for j in range(n) if j not in (a, b)]

@@ -60,7 +60,9 @@ def test_ten_bot_battle_is_not_damped():
     """The paper's update with and without γ differ in a 10-bot battle; rumble follows the undamped one."""
     mus, sigmas = [25.0 + k for k in range(10)], [25 / 3 - 0.3 * k for k in range(10)]
     ranks = list(range(1, 11))
-    _, rated = weng_lin.rate_battle([Skill(m, s) for m, s in zip(mus, sigmas)], [10_000 - 100 * k for k in range(10)], now=1e9)
+    _, rated = weng_lin.rate_battle(
+        [Skill(m, s) for m, s in zip(mus, sigmas)], [10_000 - 100 * k for k in range(10)], now=1e9
+    )
     undamped, damped = paper_update(mus, sigmas, ranks), paper_update(mus, sigmas, ranks, damping=True)
     for got, (_, sigma), (_, sigma_damped) in zip(rated, undamped, damped):
         assert got.sigma == pytest.approx(sigma, rel=1e-12)

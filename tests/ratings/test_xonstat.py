@@ -79,7 +79,11 @@ def test_melee_change_is_the_mean_of_the_pairwise_changes():
     200·(300/900 − ½) = −33.333 and 200·(300/400 − ½) = 50, mean 8.333; C's −71.429 and −50, mean −60.714."""
     a, b, c = xonstat.update_melee([1500.0] * 3, [0, 0, 0], [600, 300, 100])
     assert a == pytest.approx(1500 + (200 / 6 + 200 * (6 / 7 - 0.5)) / 2)
-    assert (a - 1500, b - 1500, c - 1500) == (pytest.approx(52.381, abs=1e-3), pytest.approx(8.333, abs=1e-3), pytest.approx(-60.714, abs=1e-3))
+    assert (a - 1500, b - 1500, c - 1500) == (
+        pytest.approx(52.381, abs=1e-3),
+        pytest.approx(8.333, abs=1e-3),
+        pytest.approx(-60.714, abs=1e-3),
+    )
 
 
 def test_melee_uses_each_bots_own_k_and_the_old_ratings():

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from conftest import battle, now_ms
 
-import numpy as np
-
-from rumble.protocol.replies import Kind
 from rumble import fields, maintenance, maintenance_jobs, store
 from rumble.protocol.games import load_rumbles
+from rumble.protocol.replies import Kind
 from rumble.rebuild import rebuild_rumble
-from rumble.store.integrity import BattleFilter
 from rumble.store import ratings as rating_rows
+from rumble.store.integrity import BattleFilter
 from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot
 from rumble.web import get_db
@@ -30,11 +29,16 @@ def _season(upload, rng: random.Random, uploads: int, start_ms: int, uploader: s
         a, b = rng.sample(BOTS, 2)
         total = rng.randint(1000, 8000)
         first = round(total * rng.random())
-        assert upload(battle(a, b, (first, total - first), (20, 15), time_ms=start_ms - n, uploader=uploader)).kind is Kind.ACCEPTED
+        assert (
+            upload(battle(a, b, (first, total - first), (20, 15), time_ms=start_ms - n, uploader=uploader)).kind
+            is Kind.ACCEPTED
+        )
 
 
 def _tables(db) -> tuple:
-    participants = db.execute("SELECT rumble_id, bot_id, active FROM participants ORDER BY rumble_id, bot_id").fetchall()
+    participants = db.execute(
+        "SELECT rumble_id, bot_id, active FROM participants ORDER BY rumble_id, bot_id"
+    ).fetchall()
     return snapshot(db), participants
 
 
@@ -124,12 +128,24 @@ def test_a_rollback_computed_aside_moves_only_the_battles_that_matched_when_aske
     db = store.connect(app.config["RUMBLE"]["DB"])
     max_id = maintenance_jobs.newest_battle(db)
     meanwhile = Meanwhile(client, upload, rng)
-    meanwhile.upload = lambda result: upload(result.__class__(**{**vars(result), "uploader": "Mallory"}))  # more of Mallory's
-    outcome = maintenance_jobs.change_battles(db, "rollback", BattleFilter(uploader="Mallory"), max_id, 3, "alice", {"via": "test"},
-                                              lambda game, done, total: meanwhile(done))  # fmt: skip
+    meanwhile.upload = lambda result: upload(
+        result.__class__(**{**vars(result), "uploader": "Mallory"})
+    )  # more of Mallory's
+    outcome = maintenance_jobs.change_battles(
+        db,
+        "rollback",
+        BattleFilter(uploader="Mallory"),
+        max_id,
+        3,
+        "alice",
+        {"via": "test"},
+        lambda game, done, total: meanwhile(done),
+    )
     assert outcome.moved == {"roborumble": 30}
     _assert_worker_copy_equals_a_fresh_load(app)
-    states = dict(db.execute("SELECT state, count(*) FROM battles WHERE uploader = 'Mallory' GROUP BY state").fetchall())
+    states = dict(
+        db.execute("SELECT state, count(*) FROM battles WHERE uploader = 'Mallory' GROUP BY state").fetchall()
+    )
     assert states == {"removed": 30, "ok": 12 + 6 + 1}  # those sent while it ran still count
     assert _tables(db) == _fresh_rebuild(db)
     (entry,) = db.execute("SELECT who, action, battles FROM audit_log").fetchall()

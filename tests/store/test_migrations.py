@@ -28,8 +28,16 @@ def test_connect_applies_and_records_every_migration_once(tmp_path):
     db = store.connect(path)
     assert applied(db) == [f.stem for f in migration_files()]
     assert migrate(db) == []  # nothing pending the second time
-    assert {"battles", "bots", "participants", "pairings", "bot_summaries", "rumbles", "priority_battles",
-            "participant_events"} <= set(db.table_names())  # fmt: skip
+    assert {
+        "battles",
+        "bots",
+        "participants",
+        "pairings",
+        "bot_summaries",
+        "rumbles",
+        "priority_battles",
+        "participant_events",
+    } <= set(db.table_names())
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
 
@@ -68,7 +76,10 @@ def test_server_connections_checkpoint_outside_commits(tmp_path):
     assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
     for n in range(store.CHECKPOINT_EVERY):
         with store.write(db):
-            db.execute("INSERT INTO bots (full_name, package, class_name, version, created_at) VALUES (?, 'p', 'B', ?, 'now')", (f"p.B {n}", str(n)))
+            db.execute(
+                "INSERT INTO bots (full_name, package, class_name, version, created_at) VALUES (?, 'p', 'B', ?, 'now')",
+                (f"p.B {n}", str(n)),
+            )
     assert db.commits_since_checkpoint == store.CHECKPOINT_EVERY
     before = os.path.getsize(tmp_path / "c.db")  # the new rows are only in the WAL so far
     store.checkpoint_if_due(db)

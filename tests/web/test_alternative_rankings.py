@@ -42,7 +42,9 @@ def test_the_page_lists_every_bot_under_every_method_in_aps_order(ranked, client
 def test_the_largest_disagreements_are_marked_in_html_and_json(ranked, client):
     rows = client.get("/AlternativeRankings?game=roborumble&api=1").json["rows"]
     marked = [row for row in rows if row["top_spread"]]
-    assert len(marked) >= 3 and min(r["spread"] for r in marked) >= max(r["spread"] for r in rows if not r["top_spread"])
+    assert len(marked) >= 3 and min(r["spread"] for r in marked) >= max(
+        r["spread"] for r in rows if not r["top_spread"]
+    )
     page = client.get("/AlternativeRankings?game=roborumble").get_data(as_text=True)
     assert page.count('<tr class="disagree">') == len(marked)
     assert page.count("num furthest") == sum(row["furthest"] is not None for row in rows)
@@ -79,7 +81,9 @@ def test_rankings_sort_by_a_batch_method_best_first(ranked, client, method):
 
 
 def test_rankings_and_home_pages_link_the_alternative_rankings(ranked, client):
-    assert 'href="/AlternativeRankings?game=roborumble"' in client.get("/Rankings?game=roborumble").get_data(as_text=True)
+    assert 'href="/AlternativeRankings?game=roborumble"' in client.get("/Rankings?game=roborumble").get_data(
+        as_text=True
+    )
     assert 'href="/AlternativeRankings?game=roborumble"' in client.get("/").get_data(as_text=True)
 
 

@@ -15,12 +15,20 @@ import sqlite3
 import pytest
 from conftest import battle, now_ms
 
-from rumble.protocol.replies import Kind
 from rumble import store
+from rumble.protocol.replies import Kind
 
 A, B, C, D = "alpha.Alpha 1.0", "beta.Beta 1.0", "gamma.Gamma 1.0", "delta.Delta 1.0"
 EVIL = '<script>alert("x")</script>, "quoted" 1.0'  # a comma and quotes too, for the CSV
-RESULTS = [(A, B, 6000, 4000), (A, C, 7000, 3000), (A, D, 5500, 4500), (B, C, 5000, 5000), (B, D, 6500, 3500), (C, D, 2000, 8000), (B, A, 5000, 5000)]
+RESULTS = [
+    (A, B, 6000, 4000),
+    (A, C, 7000, 3000),
+    (A, D, 5500, 4500),
+    (B, C, 5000, 5000),
+    (B, D, 6500, 3500),
+    (C, D, 2000, 8000),
+    (B, A, 5000, 5000),
+]
 # APS by hand (mean over opponents of the mean score % against each):
 # A: vs B (60 + 50) / 2 = 55, vs C 70, vs D 55 -> 60;  B: vs A 45, vs C 50, vs D 65 -> 53.33
 # C: 30, 50, 20 -> 33.33;  D: 45, 35, 80 -> 53.33
@@ -31,7 +39,10 @@ APS = {A: 60.0, B: (45 + 50 + 65) / 3, C: (30 + 50 + 20) / 3, D: (45 + 35 + 80) 
 def rumble(upload):
     now = now_ms()
     for i, (first, second, s1, s2) in enumerate(RESULTS):
-        assert upload(battle(first, second, scores=(s1, s2), time_ms=now - 1000 * i, uploader="Jane, \"JD\" Doe")).kind is Kind.ACCEPTED
+        assert (
+            upload(battle(first, second, scores=(s1, s2), time_ms=now - 1000 * i, uploader='Jane, "JD" Doe')).kind
+            is Kind.ACCEPTED
+        )
 
 
 def _json(client, path, status=200, **args):
@@ -72,8 +83,29 @@ def test_rankings_match_the_page_and_the_scores_by_hand_and_paginate(client, rum
     for api_row, page_row in zip(body["items"], page):  # Glicko's RD grows by the second (real-valued days)
         assert api_row["glicko_rd"] == pytest.approx(page_row.pop("glicko_rd"), rel=1e-6)
     assert [{k: v for k, v in row.items() if k != "glicko_rd"} for row in body["items"]] == page
-    fields = {"rank", "rank_range", "tied", "name", "aps", "aps_ci", "pwin", "pl", "survival", "pairings", "battles", "last_battle",
-              "elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "rank_points", "xonstat", "provisional", "schulze_rank"}  # fmt: skip
+    fields = {
+        "rank",
+        "rank_range",
+        "tied",
+        "name",
+        "aps",
+        "aps_ci",
+        "pwin",
+        "pl",
+        "survival",
+        "pairings",
+        "battles",
+        "last_battle",
+        "elo",
+        "glicko",
+        "glicko_rd",
+        "glicko2",
+        "glicko2_rd",
+        "rank_points",
+        "xonstat",
+        "provisional",
+        "schulze_rank",
+    }
     assert fields <= set(body["items"][0])
     second = _json(client, "/api/v1/rumbles/roborumble/rankings", order="name", limit=3, page=2)
     assert (second["total"], second["pages"], second["page"], second["limit"]) == (4, 2, 2, 3)
@@ -89,17 +121,26 @@ def test_bot_pairing_compare_history_and_stats_match_their_pages(client, rumble)
     bot = _json(client, f"/api/v1/rumbles/roborumble/bots/{A}", limit=2)
     page = client.get("/BotDetails", query_string={"game": "roborumble", "name": A, "api": "1"}).json
     # Glicko's RD is grown to the second (real-valued days), so the twin read a moment later differs in it
-    assert bot["summary"]["ratings"].pop("glicko_rd") == pytest.approx(page["summary"]["ratings"].pop("glicko_rd"), rel=1e-6)
+    assert bot["summary"]["ratings"].pop("glicko_rd") == pytest.approx(
+        page["summary"]["ratings"].pop("glicko_rd"), rel=1e-6
+    )
     assert bot["bot"] == page["bot"] and bot["summary"] == page["summary"] and bot["versions"] == []
     assert (bot["total"], bot["pages"]) == (3, 2) and bot["items"] == page["pairings"][:2]
     assert bot["summary"]["aps"] == pytest.approx(APS[A])
     assert _json(client, "/api/v1/rumbles/roborumble/bots/alpha.Alpha_1.0")["bot"]["name"] == A  # the RatingsFile form
     assert "no.Such" in _json(client, "/api/v1/rumbles/roborumble/bots/no.Such 1.0", 404)["error"]
-    assert _json(client, "/api/v1/rumbles/roborumble/bots/" + A + "/history") == {"game": "roborumble", "bot": A, "items": []}
+    assert _json(client, "/api/v1/rumbles/roborumble/bots/" + A + "/history") == {
+        "game": "roborumble",
+        "bot": A,
+        "items": [],
+    }
 
     pairing = _json(client, "/api/v1/rumbles/roborumble/pairing", bot=A, vs=B, limit=1)
     assert pairing["total"] == 2 and len(pairing["items"]) == 1 and pairing["pairing"]["aps"] == pytest.approx(55.0)
-    assert {i["a_percent"] for i in _json(client, "/api/v1/rumbles/roborumble/pairing", bot=A, vs=B)["items"]} == {60.0, 50.0}
+    assert {i["a_percent"] for i in _json(client, "/api/v1/rumbles/roborumble/pairing", bot=A, vs=B)["items"]} == {
+        60.0,
+        50.0,
+    }
 
     compare = _json(client, "/api/v1/rumbles/roborumble/compare", bota=A, botb=B)
     twin = client.get("/BotCompare", query_string={"game": "roborumble", "bota": A, "botb": B, "api": "1"}).json
@@ -129,7 +170,13 @@ def test_names_come_back_exactly_in_json_and_csv_and_escaped_on_the_reference_pa
     raw = client.get("/api/v1/rumbles/roborumble/rankings").get_data(as_text=True)
     assert json.loads(raw)["items"][names.index(EVIL)]["name"] == EVIL
     assert _json(client, "/api/v1/rumbles/roborumble/bots/" + EVIL)["bot"]["name"] == EVIL
-    rows = list(csv.DictReader(io.StringIO(client.get("/api/v1/rumbles/roborumble/export/pairings.csv", buffered=True).get_data(as_text=True))))
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                client.get("/api/v1/rumbles/roborumble/export/pairings.csv", buffered=True).get_data(as_text=True)
+            )
+        )
+    )
     assert sum(row["bot"] == EVIL for row in rows) == 3 and sum(row["opponent"] == EVIL for row in rows) == 3
 
 
@@ -144,7 +191,13 @@ def test_exports_hold_the_whole_rumble_in_csv_and_json(client, rumble):
     pairings = _json(client, "/api/v1/rumbles/roborumble/export/pairings.json")["rows"]
     assert len(pairings) == 12  # 4 bots, each pair met: 6 pairings, both sides
     assert {(p["bot"], p["opponent"]): p["aps"] for p in pairings}[(A, B)] == pytest.approx(55.0)
-    ranking = list(csv.DictReader(io.StringIO(client.get("/api/v1/rumbles/roborumble/export/rankings.csv", buffered=True).get_data(as_text=True))))
+    ranking = list(
+        csv.DictReader(
+            io.StringIO(
+                client.get("/api/v1/rumbles/roborumble/export/rankings.csv", buffered=True).get_data(as_text=True)
+            )
+        )
+    )
     assert {r["name"]: float(r["aps"]) for r in ranking} == pytest.approx(APS)
     assert client.get("/api/v1/rumbles/roborumble/export/bots.csv").status_code == 404
 

@@ -17,11 +17,11 @@ import json
 import sqlite3
 
 import pytest
+from bad_input import HOSTILE, KNOWN, PARAMS, VALID, encode, path_for, protocol_problem
+from conftest import battle, maintainer_token
 from flask import Flask, request
 from werkzeug.datastructures import ImmutableMultiDict
 
-from bad_input import HOSTILE, KNOWN, PARAMS, VALID, encode, path_for, protocol_problem
-from conftest import battle, maintainer_token
 from rumble.protocol.upload import FIELDS, format_upload
 
 # JSON bodies to the admin POSTs can carry what a form cannot: other types and lone surrogates.
@@ -35,17 +35,32 @@ NOTHING = "999999999"  # a battle id that selects nothing, so the admin actions 
 # hostile value reaches the handler's own parsing instead of an early "no such rumble".
 BASES: dict[str, list[dict[str, str]]] = {
     **{f"admin.{a}": [{"ids": NOTHING}] for a in ("flag", "unflag", "rollback")},
-    "admin.rumble_settings": [{"game": "roborumble", "key": "rounds"}, {"game": "roborumble", "key": "field"},
-                              {"game": "roborumble", "key": "melee"}],
+    "admin.rumble_settings": [
+        {"game": "roborumble", "key": "rounds"},
+        {"game": "roborumble", "key": "field"},
+        {"game": "roborumble", "key": "melee"},
+    ],
     "admin.retire": [{"game": "roborumble", "name": "no.Such 1.0"}],
     "admin.restore": [{"game": "roborumble", "name": "no.Such 1.0"}],
     "admin.rebuild": [{}],
     "admin.batch": [{}],
     "client.remove_old_participant": [{"version": "1", "game": "roborumble", "name": "no.Such_1.0", "dummy": "NA"}],
-}  # fmt: skip
+}
 # What a refused request must leave as it was (the audit log and the RemoveOldParticipant log record refusals).
-STATE_TABLES = ("battles", "bots", "participants", "participant_events", "pairings", "bot_summaries", "ratings",
-                "priority_battles", "battle_flags", "admin_settings", "maintainers", "rumbles")  # fmt: skip
+STATE_TABLES = (
+    "battles",
+    "bots",
+    "participants",
+    "participant_events",
+    "pairings",
+    "bot_summaries",
+    "ratings",
+    "priority_battles",
+    "battle_flags",
+    "admin_settings",
+    "maintainers",
+    "rumbles",
+)
 
 
 class RecordingArgs(ImmutableMultiDict):
@@ -82,7 +97,9 @@ def swept_app(app, demo_db, monkeypatch):
         parameter_storage_class = RecordingArgs
 
     app.request_class = Recording
-    app.config["RUMBLE"]["ADMIN_FAILURES_PER_HOUR"] = 1_000_000  # thousands of bad tokens on purpose; the limit has its own tests
+    app.config["RUMBLE"]["ADMIN_FAILURES_PER_HOUR"] = (
+        1_000_000  # thousands of bad tokens on purpose; the limit has its own tests
+    )
     RecordingArgs.seen = set()
     return app
 
@@ -167,7 +184,9 @@ class Sweep:
         """Note what is wrong with the answer, and with the database after a refusal."""
         self.sent += 1
         if endpoint.startswith("client."):
-            problem = protocol_problem(endpoint, response.status_code, response.mimetype, response.get_data(as_text=True))
+            problem = protocol_problem(
+                endpoint, response.status_code, response.mimetype, response.get_data(as_text=True)
+            )
         else:
             problem = page_problem(endpoint, response, self.authenticated)
         if problem:
@@ -186,7 +205,11 @@ class Sweep:
             for base in BASES.get(endpoint, [{k: v for k, v in VALID.items() if k in names}]):
                 for extra in ({}, {"api": "1"}) if "api" in names else ({},):
                     cases = [(name, label, {name: value}, {}) for name in names for label, value in HOSTILE.items()]
-                    cases += [(f"<{name}>", label, {}, {name: value}) for name in rule.arguments for label, value in HOSTILE.items()]
+                    cases += [
+                        (f"<{name}>", label, {}, {name: value})
+                        for name in rule.arguments
+                        for label, value in HOSTILE.items()
+                    ]
                     for name, label, hostile, in_path in cases:
                         params = {**base, **extra, **hostile}
                         if endpoint == "admin.login" and method == "POST" and not self.authenticated:
@@ -199,7 +222,12 @@ class Sweep:
                         self.check(f"{method} {rule.rule} {name}={label}", endpoint, method, response)
                         if endpoint in ("admin.logout", "admin.login") and self.authenticated:
                             self.login()  # the sweep goes on in a session
-                if method == "POST" and self.authenticated and endpoint not in NO_JSON and base == BASES.get(endpoint, [base])[0]:
+                if (
+                    method == "POST"
+                    and self.authenticated
+                    and endpoint not in NO_JSON
+                    and base == BASES.get(endpoint, [base])[0]
+                ):
                     bearer = {"Authorization": f"Bearer {self.token}"}
                     for name in (n for n in names if n != "csrf_token"):  # a token needs none
                         for label, value in HOSTILE_JSON.items():
@@ -211,7 +239,9 @@ class Sweep:
         for field in FIELDS:
             for label, value in HOSTILE.items():
                 body = upload_body(field, value)
-                response = self.client.post("/UploadedResults", data=body, content_type="application/x-www-form-urlencoded")
+                response = self.client.post(
+                    "/UploadedResults", data=body, content_type="application/x-www-form-urlencoded"
+                )
                 self.check(f"POST /UploadedResults {field}={label}", "client.uploaded_results", "POST", response)
 
     def report(self) -> str:
@@ -220,8 +250,11 @@ class Sweep:
 
 def unswept_reads() -> list[str]:
     """Names a route read from its query or form that the sweep did not vary there."""
-    return sorted(f"{endpoint} reads {name!r}" for endpoint, name in RecordingArgs.seen
-                  if endpoint and name not in PARAMS.get(endpoint, KNOWN))  # fmt: skip
+    return sorted(
+        f"{endpoint} reads {name!r}"
+        for endpoint, name in RecordingArgs.seen
+        if endpoint and name not in PARAMS.get(endpoint, KNOWN)
+    )
 
 
 def test_every_route_answers_hostile_values_without_a_500(swept_app):

@@ -14,17 +14,22 @@ import statistics
 import pytest
 from conftest import battle, now_ms
 
-from rumble.protocol.replies import Kind
 from rumble import jobs, store
+from rumble.protocol.replies import Kind
 
 A, B, C, D, E = "alpha.Alpha 1.0", "beta.Beta 1.0", "gamma.Gamma 1.0", "delta.Delta 1.0", "eps.Eps 1.0"
 # (first, second, first score, second score, first firsts, second firsts)
 RESULTS = [
-    (A, B, 6000, 4000, 20, 15), (B, A, 5000, 5000, 17, 18),  # A vs B in both orders
-    (A, C, 7000, 3000, 25, 10), (B, C, 6500, 3500, 24, 11),
-    (D, A, 2000, 8000, 5, 30), (B, D, 7500, 2500, 28, 7), (A, D, 7900, 2100, 29, 6),
-    (A, E, 5200, 4800, 18, 17), (E, B, 5000, 5000, 17, 18),
-]  # fmt: skip
+    (A, B, 6000, 4000, 20, 15),
+    (B, A, 5000, 5000, 17, 18),  # A vs B in both orders
+    (A, C, 7000, 3000, 25, 10),
+    (B, C, 6500, 3500, 24, 11),
+    (D, A, 2000, 8000, 5, 30),
+    (B, D, 7500, 2500, 28, 7),
+    (A, D, 7900, 2100, 29, 6),
+    (A, E, 5200, 4800, 18, 17),
+    (E, B, 5000, 5000, 17, 18),
+]
 T_975 = {2: 4.302652729749462, 3: 3.182446305284263}  # Student t(0.975, df), from a printed table (scipy.stats.t.ppf)
 
 
@@ -33,7 +38,10 @@ def rumble(upload):
     """The small rumble: five bots, nine battles, each uploaded once."""
     now = now_ms()
     for i, (first, second, s1, s2, f1, f2) in enumerate(RESULTS):
-        assert upload(battle(first, second, scores=(s1, s2), firsts=(f1, f2), time_ms=now - 1000 * i)).kind is Kind.ACCEPTED
+        assert (
+            upload(battle(first, second, scores=(s1, s2), firsts=(f1, f2), time_ms=now - 1000 * i)).kind
+            is Kind.ACCEPTED
+        )
     return RESULTS
 
 
@@ -102,7 +110,10 @@ def test_bot_details_carry_knnpbi_and_npp_after_a_batch_run(rumble, app, client)
     assert "Schulze rank" in page
 
 
-@pytest.mark.parametrize("order, key, reverse", [("-pbi", "pbi", True), ("aps", "aps", False), ("-battles", "battles", True), ("name", "name", False)])
+@pytest.mark.parametrize(
+    "order, key, reverse",
+    [("-pbi", "pbi", True), ("aps", "aps", False), ("-battles", "battles", True), ("name", "name", False)],
+)
 def test_pairings_sort_server_side(rumble, client, order, key, reverse):
     rows = _get(client, "/BotDetails", name=A, order=order, api="1").json["pairings"]
     assert [r[key] for r in rows] == sorted((r[key] for r in rows), reverse=reverse)
@@ -172,7 +183,9 @@ def test_compare_gives_the_paired_t_interval_over_common_opponents(rumble, clien
     assert data["diff"]["mean"] == pytest.approx(mean)
     assert (data["diff"]["low"], data["diff"]["high"]) == (pytest.approx(mean - half), pytest.approx(mean + half))
     assert data["a_aps"] == pytest.approx(statistics.mean(_aps(A, o) for o in common))
-    expected = "Tie" if mean - half <= 0 <= mean + half else f"{A} +{mean:.2f} (CI {mean - half:.2f} to {mean + half:.2f})"
+    expected = (
+        "Tie" if mean - half <= 0 <= mean + half else f"{A} +{mean:.2f} (CI {mean - half:.2f} to {mean + half:.2f})"
+    )
     assert data["verdict"] == expected
     assert data["head_to_head"]["aps"] == pytest.approx(_aps(A, B))
 
@@ -202,8 +215,12 @@ def test_compare_win_probability_is_glicko_with_both_deviations(rumble, client):
 
     a, b = ratings[A], ratings[B]
     data = _get(client, "/BotCompare", bota=A, botb=B, api="1").json
-    assert data["win_probability"]["glicko"] == pytest.approx(p(a["glicko"], a["glicko_rd"], b["glicko"], b["glicko_rd"]))
-    assert data["win_probability"]["glicko2"] == pytest.approx(p(a["glicko2"], a["glicko2_rd"], b["glicko2"], b["glicko2_rd"]))
+    assert data["win_probability"]["glicko"] == pytest.approx(
+        p(a["glicko"], a["glicko_rd"], b["glicko"], b["glicko_rd"])
+    )
+    assert data["win_probability"]["glicko2"] == pytest.approx(
+        p(a["glicko2"], a["glicko2_rd"], b["glicko2"], b["glicko2_rd"])
+    )
     page = _get(client, "/BotCompare", bota=A, botb=B).get_data(as_text=True)
     assert data["verdict"] in page and "paired t-interval" in page
 
@@ -219,7 +236,11 @@ def test_compare_rows_sort_server_side(rumble, client, order):
     "path, args, message",
     [
         ("/BotDetails", {"game": "nosuch", "name": A}, "There is no rumble called 'nosuch'."),
-        ("/BotDetails", {"game": "roborumble", "name": "no.Such 1"}, "No bot called 'no.Such 1' has battled in roborumble."),
+        (
+            "/BotDetails",
+            {"game": "roborumble", "name": "no.Such 1"},
+            "No bot called 'no.Such 1' has battled in roborumble.",
+        ),
         ("/Pairing", {"game": "roborumble", "bot": A, "vs": "no.Such 1"}, "No bot called"),
         ("/BotCompare", {"game": "roborumble", "bota": "no.Such 1", "botb": B}, "No bot called"),
         ("/BotCompare", {"game": "minirumble", "bota": A, "botb": B}, "No bot called"),
@@ -240,14 +261,23 @@ def test_a_script_in_a_bot_name_is_escaped_in_html_and_kept_in_json(rumble, app,
     conn.commit()
     conn.close()
     pages = [
-        _get(client, "/BotDetails", name=A), _get(client, "/BotDetails", name=evil),
-        _get(client, "/Pairing", bot=A, vs=evil), _get(client, "/BotCompare", bota=evil, botb=A),
+        _get(client, "/BotDetails", name=A),
+        _get(client, "/BotDetails", name=evil),
+        _get(client, "/Pairing", bot=A, vs=evil),
+        _get(client, "/BotCompare", bota=evil, botb=A),
         client.get("/Rankings?game=roborumble"),
-    ]  # fmt: skip
+    ]
     for response in pages:
         text = response.get_data(as_text=True)
-        assert response.status_code == 200 and "<script>alert" not in text and "&lt;script&gt;alert(1)&lt;/script&gt; 1.0" in text
-    for response in (_get(client, "/BotDetails", name=A, api="1"), _get(client, "/BotCompare", bota=evil, botb=A, api="1")):
+        assert (
+            response.status_code == 200
+            and "<script>alert" not in text
+            and "&lt;script&gt;alert(1)&lt;/script&gt; 1.0" in text
+        )
+    for response in (
+        _get(client, "/BotDetails", name=A, api="1"),
+        _get(client, "/BotCompare", bota=evil, botb=A, api="1"),
+    ):
         assert response.mimetype == "application/json"
         data = json.loads(response.get_data(as_text=True))
         assert evil in [p["name"] for p in data.get("pairings", [])] or data.get("bota") == evil
@@ -255,7 +285,10 @@ def test_a_script_in_a_bot_name_is_escaped_in_html_and_kept_in_json(rumble, app,
 
 def test_a_retired_opponent_is_marked_and_left_out_of_comparisons(rumble, client):
     body = b"version=1&game=roborumble&name=eps.Eps_1.0&dummy=NA\n"
-    assert client.post("/RemoveOldParticipant", data=body).get_data(as_text=True) == "OK. eps.Eps 1.0 retired from roborumble\n"
+    assert (
+        client.post("/RemoveOldParticipant", data=body).get_data(as_text=True)
+        == "OK. eps.Eps 1.0 retired from roborumble\n"
+    )
     pairings = {p["name"]: p for p in _get(client, "/BotDetails", name=A, api="1").json["pairings"]}
     assert pairings[E]["active"] is False and pairings[C]["active"] is True
     assert f"{E}</a> (retired)" in _get(client, "/BotDetails", name=A).get_data(as_text=True)

@@ -24,7 +24,10 @@ def _upload_from(client, addr: str, **kwargs):
 def _counts(app) -> tuple[int, int, int, int]:
     """Battles, bots, bot origins and participants in the database."""
     conn = sqlite3.connect(app.config["RUMBLE"]["DB"])
-    found = tuple(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("battles", "bots", "bot_origins", "participants"))
+    found = tuple(
+        conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        for table in ("battles", "bots", "bot_origins", "participants")
+    )
     conn.close()
     return found
 
@@ -40,14 +43,21 @@ def test_a_flood_of_invented_names_is_refused_after_new_bots_per_hour_with_nothi
     app.config["RUMBLE"]["NEW_BOTS_PER_HOUR"] = 5
     # The first upload names two new bots (flood.B0 and Corners), each later one one more: 2, 3, 4, 5.
     for i in range(4):
-        outcome, _ = _upload_from(client, FLOODER, first=f"flood.B{i} 1.0", second="sample.Corners 1.0", time_ms=clock.now_ms() - i)
+        outcome, _ = _upload_from(
+            client, FLOODER, first=f"flood.B{i} 1.0", second="sample.Corners 1.0", time_ms=clock.now_ms() - i
+        )
         assert outcome.kind is Kind.ACCEPTED
     before = _counts(app)
     assert before == (4, 5, 5, 5)
     for i in range(4, 9):
-        outcome, answer = _upload_from(client, FLOODER, first=f"flood.B{i} 1.0", second="sample.Corners 1.0", time_ms=clock.now_ms() - i)
+        outcome, answer = _upload_from(
+            client, FLOODER, first=f"flood.B{i} 1.0", second="sample.Corners 1.0", time_ms=clock.now_ms() - i
+        )
         assert outcome.kind is Kind.REFUSED
-        assert answer == f"OK. ERROR: too many new bots from your address: 5 in the last hour, at most 5; flood.B{i} 1.0 is not added\n"
+        assert (
+            answer
+            == f"OK. ERROR: too many new bots from your address: 5 in the last hour, at most 5; flood.B{i} 1.0 is not added\n"
+        )
     assert _counts(app) == before  # not the battle, not the bot row
     assert not {f"flood.B{i} 1.0" for i in range(4, 9)} & _bot_names(app)
     # The flooding address may still upload battles of bots that exist; another address may add bots.
@@ -64,7 +74,10 @@ def test_a_flood_of_invented_names_is_refused_after_new_bots_per_hour_with_nothi
 def test_an_upload_naming_two_new_bots_needs_room_for_both(app, client):
     app.config["RUMBLE"]["NEW_BOTS_PER_HOUR"] = 1
     outcome, answer = _upload_from(client, FLOODER, first="new.A 1.0", second="new.B 1.0")
-    assert answer == "OK. ERROR: too many new bots from your address: 0 in the last hour, at most 1; new.A 1.0 is not added\n"
+    assert (
+        answer
+        == "OK. ERROR: too many new bots from your address: 0 in the last hour, at most 1; new.A 1.0 is not added\n"
+    )
     assert _counts(app) == (0, 0, 0, 0)
 
 
@@ -72,15 +85,25 @@ def test_a_full_rumble_refuses_a_new_participant_with_nothing_stored(app, client
     app.config["RUMBLE"]["MAX_PARTICIPANTS"] = 3
     assert _upload_from(client, OTHER, first="a.A 1", second="b.B 1")[0].kind is Kind.ACCEPTED
     assert _upload_from(client, OTHER, first="a.A 1", second="c.C 1")[0].kind is Kind.ACCEPTED
-    assert client.post("/RemoveOldParticipant", data=b"version=1&game=roborumble&name=c.C_1&dummy=NA\n",
-                       environ_base={"REMOTE_ADDR": OTHER}).get_data(as_text=True) == "OK. c.C 1 retired from roborumble\n"  # fmt: skip
+    assert (
+        client.post(
+            "/RemoveOldParticipant",
+            data=b"version=1&game=roborumble&name=c.C_1&dummy=NA\n",
+            environ_base={"REMOTE_ADDR": OTHER},
+        ).get_data(as_text=True)
+        == "OK. c.C 1 retired from roborumble\n"
+    )
     before = _counts(app)
     outcome, answer = _upload_from(client, OTHER, first="a.A 1", second="d.D 1")
     assert outcome.kind is Kind.REFUSED
-    assert answer == "OK. ERROR: roborumble is full: 3 participants, at most 3; d.D 1 is not added\n"  # a retired bot keeps its place
+    assert (
+        answer == "OK. ERROR: roborumble is full: 3 participants, at most 3; d.D 1 is not added\n"
+    )  # a retired bot keeps its place
     assert _counts(app) == before and "d.D 1" not in _bot_names(app)
     # Bots already in the rumble still battle, a retired one comes back; another rumble has room of its own.
-    assert _upload_from(client, OTHER, first="b.B 1", second="c.C 1", time_ms=clock.now_ms() - 5)[0].kind is Kind.ACCEPTED
+    assert (
+        _upload_from(client, OTHER, first="b.B 1", second="c.C 1", time_ms=clock.now_ms() - 5)[0].kind is Kind.ACCEPTED
+    )
     assert _upload_from(client, OTHER, first="a.A 1", second="d.D 1", game="minirumble")[0].kind is Kind.ACCEPTED
     # A bot that exists (in minirumble) but is new to roborumble counts as a new participant here.
     outcome, answer = _upload_from(client, OTHER, first="a.A 1", second="d.D 1", time_ms=clock.now_ms() - 7)

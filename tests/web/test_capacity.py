@@ -3,7 +3,6 @@ Retry-After when their slots are taken; the client's endpoints never do."""
 
 from __future__ import annotations
 
-
 import pytest
 from conftest import battle, now_ms
 
@@ -18,17 +17,28 @@ EXPORT = "/api/v1/rumbles/roborumble/export/battles.csv"
 
 @pytest.fixture
 def small_app(tmp_path):
-    return create_app({"DB": str(tmp_path / "c.db"), "PAGE_REQUESTS": 2, "EXPORT_REQUESTS": 1, "BATCH_INTERVAL_MINUTES": 0})
+    return create_app(
+        {"DB": str(tmp_path / "c.db"), "PAGE_REQUESTS": 2, "EXPORT_REQUESTS": 1, "BATCH_INTERVAL_MINUTES": 0}
+    )
 
 
 @pytest.mark.parametrize(
     ("path", "kind"),
-    [("/UploadedResults", "client"), ("/RatingsFile", "client"), ("/RemoveOldParticipant", "client"),
-     (EXPORT, "export"), ("/api/v1/rumbles/roborumble/export/rumble.sqlite", "export"),
-     ("/BotDetails/scores.svg", "export"), ("/RumbleStats/uploads.svg", "export"),
-     ("/Rankings", "page"), ("/api/v1/rumbles/roborumble/rankings", "page"), ("/admin", "page"), ("/", "page"),
-     ("/UploadedResults/x", "page")],
-)  # fmt: skip
+    [
+        ("/UploadedResults", "client"),
+        ("/RatingsFile", "client"),
+        ("/RemoveOldParticipant", "client"),
+        (EXPORT, "export"),
+        ("/api/v1/rumbles/roborumble/export/rumble.sqlite", "export"),
+        ("/BotDetails/scores.svg", "export"),
+        ("/RumbleStats/uploads.svg", "export"),
+        ("/Rankings", "page"),
+        ("/api/v1/rumbles/roborumble/rankings", "page"),
+        ("/admin", "page"),
+        ("/", "page"),
+        ("/UploadedResults/x", "page"),
+    ],
+)
 def test_requests_are_sorted_by_path(path, kind):
     assert request_class(path) == kind
 
@@ -54,7 +64,10 @@ def test_full_page_slots_answer_503_while_uploads_are_accepted(small_app):
     assert client.get("/admin").status_code == 503
     now = now_ms()
     answer = client.post("/UploadedResults", data=format_upload(battle("a.A 1", "b.B 1", (6000, 4000), time_ms=now)))
-    assert (answer.status_code, answer.get_data(as_text=True)) == (200, "[a.A_1,b.B_1]\n<1 1>\nOK. a.A 1 vs b.B 1 received for roborumble\n")  # the only pairing is also the priority
+    assert (answer.status_code, answer.get_data(as_text=True)) == (
+        200,
+        "[a.A_1,b.B_1]\n<1 1>\nOK. a.A 1 vs b.B 1 received for roborumble\n",
+    )  # the only pairing is also the priority
     assert client.get("/RatingsFile?version=1&game=roborumble").status_code == 200
     for response in held:
         response.close()

@@ -18,7 +18,7 @@ def _with_copy(function):
 
 
 def _cells(page: str, name: str) -> list[str]:
-    row = re.search(rf'>{re.escape(name)}</a></td>\s*(.*?)</tr>', page, re.S).group(1)
+    row = re.search(rf">{re.escape(name)}</a></td>\s*(.*?)</tr>", page, re.S).group(1)
     return re.findall(r"<td[^>]*>([^<]*)", row)
 
 
@@ -29,7 +29,9 @@ def test_every_column_gets_its_cell_and_a_new_one_two_decimals(monkeypatch, clie
     by_title = dict(zip(pages.COLUMN_TITLES, cells))
     # one battle: 6000 / 10000 = 60 % of the score, 21 / 35 rounds = 60 % survival, 1 pairing won
     assert (by_title["aps"], by_title["aps_ci"], by_title["survival"], by_title["pl"]) == ("60.00", "n/a", "60.00", "1")
-    assert (by_title["pairings"], by_title["battles"]) == ("1", "1") and re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", by_title["last_battle"])
+    assert (by_title["pairings"], by_title["battles"]) == ("1", "1") and re.fullmatch(
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", by_title["last_battle"]
+    )
     assert by_title["elo"].endswith("?") and " ± " in by_title["glicko2"]  # one battle: still provisional
 
     monkeypatch.setitem(pages.COLUMN_TITLES, "aps_copy", "APS again")

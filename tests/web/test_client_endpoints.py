@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from conftest import battle, post_upload
@@ -28,11 +28,15 @@ def _state(app) -> tuple:
 
 def test_upload_is_stored_and_answered_with_counts_and_ok(app, client):
     outcome, answer = post_upload(client, battle())
-    assert outcome == UploadOutcome(Kind.ACCEPTED, "roborumble", "sample.Corners 1.0", "sample.RamFire 1.0", (1, 1), priority=outcome.priority)
+    assert outcome == UploadOutcome(
+        Kind.ACCEPTED, "roborumble", "sample.Corners 1.0", "sample.RamFire 1.0", (1, 1), priority=outcome.priority
+    )
     lines = answer.splitlines()
     assert lines[-2:] == ["<1 1>", "OK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble"]
     with _db(app) as conn:
-        row = conn.execute("SELECT uploader, client, first_score, second_score, first_firsts, remote_addr, state FROM battles").fetchone()
+        row = conn.execute(
+            "SELECT uploader, client, first_score, second_score, first_firsts, remote_addr, state FROM battles"
+        ).fetchone()
     assert row == ("Jane Doe", "1.9.3.9", 6598, 4883, 32, "127.0.0.1", "ok")
 
 
@@ -43,7 +47,10 @@ def test_a_repeat_is_acknowledged_and_not_counted_twice(app, client, upload):
     before = _state(app)
     outcome, answer = post_upload(client, result)
     assert outcome == UploadOutcome(Kind.DUPLICATE, "roborumble", "sample.Corners 1.0", "sample.RamFire 1.0", (1, 1))
-    assert answer == "<1 1>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 for roborumble was already received; not counted again\n"
+    assert (
+        answer
+        == "<1 1>\nOK. sample.Corners 1.0 vs sample.RamFire 1.0 for roborumble was already received; not counted again\n"
+    )
     assert _state(app) == before
 
 
@@ -66,8 +73,14 @@ def test_counts_grow_with_each_battle(client, clock):
 REFUSALS = [  # (the body, made from the test's clock; a part of the reason)
     (lambda clock: b"game=roborumble&version=1\n", "missing fields"),
     (lambda clock: format_upload(battle(scores=(-1, 5))), "fscore must be a non-negative whole number"),
-    (lambda clock: format_upload(battle()).replace(b"fscore=6598", b"fscore=6x98"), "fscore must be a non-negative whole number"),
-    (lambda clock: format_upload(battle()).replace(b"fscore=6598", b"fscore=99999999999999999999"), "fscore is too large"),
+    (
+        lambda clock: format_upload(battle()).replace(b"fscore=6598", b"fscore=6x98"),
+        "fscore must be a non-negative whole number",
+    ),
+    (
+        lambda clock: format_upload(battle()).replace(b"fscore=6598", b"fscore=99999999999999999999"),
+        "fscore is too large",
+    ),
     (lambda clock: format_upload(battle(first="Corners")), "fname must be 'package.Class version'"),
     (lambda clock: format_upload(battle(first="p." + "x" * 80 + " 1")), "longer than 70"),
     (lambda clock: format_upload(battle(second="sample.Corners 1.0")), "cannot battle itself"),
@@ -99,7 +112,9 @@ def test_the_age_limit_follows_the_app_clock(app, client, clock):
     assert post_upload(client, old)[0].kind is Kind.ACCEPTED
     clock.advance(hours=2)
     again = battle(first="sample.Walls 0.9b", time_ms=old.time_ms)
-    assert post_upload(client, again)[0] == UploadOutcome(Kind.REFUSED, reason="your uploaded data is more than 24 hours old")
+    assert post_upload(client, again)[0] == UploadOutcome(
+        Kind.REFUSED, reason="your uploaded data is more than 24 hours old"
+    )
 
 
 def test_oversized_body_is_refused_without_reading_it(app, client):
@@ -123,7 +138,7 @@ def test_ratings_file_has_the_clients_three_fields(client, upload, clock):
     assert key == "sample.Corners_1.0"
     assert float(aps) == 100 * 6598 / (6598 + 4883)
     assert float(battles) == 1
-    received = datetime.strptime(when, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+    received = datetime.strptime(when, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
     assert abs((clock.now() - received).total_seconds()) < 60  # stamped by the app's clock
 
 
@@ -203,7 +218,9 @@ def test_rankings_mark_statistical_ties_and_show_the_banner(client, upload, cloc
     assert "Pairings incomplete: 2 of 3 bots have not met everyone (1 pairings missing)." in html
     assert "(1–3)" in html
     upload(battle("b.B 1", "c.C 1", (5000, 5000), time_ms=now + 2))
-    assert "Pairings complete: all 3 bots have met each other." in client.get("/Rankings?game=roborumble").get_data(as_text=True)
+    assert "Pairings complete: all 3 bots have met each other." in client.get("/Rankings?game=roborumble").get_data(
+        as_text=True
+    )
     client.post("/RemoveOldParticipant", data=b"version=1&game=roborumble&name=c.C_1&dummy=NA\n")
     assert "Ratings unstable" in client.get("/Rankings?game=roborumble").get_data(as_text=True)
 
@@ -231,13 +248,23 @@ def test_remove_old_participant_is_logged_and_rate_limited_per_address(app, clie
     from rumble.store import removals
 
     for addr in ("10.1.1.1", "10.2.2.2"):  # both addresses upload to roborumble, so their removals count
-        post_upload(client, battle(first="sample.Walls 0.9b", second="sample.Corners 1.0", uploader=addr), environ_base={"REMOTE_ADDR": addr})
-        post_upload(client, battle(first="sample.Tracker 1.0", second="sample.Corners 1.0", uploader=addr), environ_base={"REMOTE_ADDR": addr})
+        post_upload(
+            client,
+            battle(first="sample.Walls 0.9b", second="sample.Corners 1.0", uploader=addr),
+            environ_base={"REMOTE_ADDR": addr},
+        )
+        post_upload(
+            client,
+            battle(first="sample.Tracker 1.0", second="sample.Corners 1.0", uploader=addr),
+            environ_base={"REMOTE_ADDR": addr},
+        )
     app.config["RUMBLE"]["REMOVALS_PER_HOUR"] = 3
 
     def remove(name: str, addr: str = "10.1.1.1") -> str:
         body = f"version=1&game=roborumble&name={name}&dummy=NA\n".encode()
-        response = client.post("/RemoveOldParticipant", data=body, environ_base={"REMOTE_ADDR": addr}, headers={"User-Agent": "Java/1.8.0"})
+        response = client.post(
+            "/RemoveOldParticipant", data=body, environ_base={"REMOTE_ADDR": addr}, headers={"User-Agent": "Java/1.8.0"}
+        )
         return response.get_data(as_text=True)
 
     assert remove("sample.Walls_0.9b") == "OK. sample.Walls 0.9b retired from roborumble\n"
@@ -249,9 +276,13 @@ def test_remove_old_participant_is_logged_and_rate_limited_per_address(app, clie
         assert remove("sample.Tracker_1.0") == limited
     names = {r["name"] for r in client.get("/Rankings?game=roborumble&api=1").json}
     assert "sample.Tracker 1.0" in names and "sample.Walls 0.9b" not in names
-    assert remove("sample.Tracker_1.0", addr="10.2.2.2") == "OK. sample.Tracker 1.0 retired from roborumble\n"  # another address
+    assert (
+        remove("sample.Tracker_1.0", addr="10.2.2.2") == "OK. sample.Tracker 1.0 retired from roborumble\n"
+    )  # another address
     db = store.connect(app.config["RUMBLE"]["DB"])
-    logged = [(r["remote_addr"], r["user_agent"], r["game"], r["name"], r["outcome"]) for r in reversed(removals.recent(db))]
+    logged = [
+        (r["remote_addr"], r["user_agent"], r["game"], r["name"], r["outcome"]) for r in reversed(removals.recent(db))
+    ]
     db.close()
     assert logged == [
         ("10.1.1.1", "Java/1.8.0", "roborumble", "sample.Walls_0.9b", "retired"),

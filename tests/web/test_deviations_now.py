@@ -45,7 +45,9 @@ def test_rankings_show_deviations_grown_to_now_and_provisional_comes_back(rated,
     for name in ("a.A 1", "a.B 1"):
         before, after = stored[name], rows[name]
         assert after["glicko_rd"] == pytest.approx(glicko_grown(before["glicko_rd"], 1500 + 5 / 24), rel=1e-6, abs=0.01)
-        assert after["glicko2_rd"] == pytest.approx(glicko2_grown(before["glicko2_rd"], before["glicko2_volatility"], 1500), rel=1e-9)
+        assert after["glicko2_rd"] == pytest.approx(
+            glicko2_grown(before["glicko2_rd"], before["glicko2_volatility"], 1500), rel=1e-9
+        )
         assert after["glicko"] == before["glicko"] and after["glicko2"] == before["glicko2"]
         assert after["provisional"] and "rated_at" not in after
 
@@ -54,13 +56,22 @@ def test_bot_pages_and_compare_use_the_grown_deviations(rated, client, clock):
     stored = {row["name"]: row for row in rated}
     clock.advance(days=100)
     a, b = stored["a.A 1"], stored["a.B 1"]
-    rd = {n: (glicko_grown(stored[n]["glicko_rd"], 100), glicko2_grown(stored[n]["glicko2_rd"], stored[n]["glicko2_volatility"], 100))
-          for n in stored}  # fmt: skip
+    rd = {
+        n: (
+            glicko_grown(stored[n]["glicko_rd"], 100),
+            glicko2_grown(stored[n]["glicko2_rd"], stored[n]["glicko2_volatility"], 100),
+        )
+        for n in stored
+    }
     page = client.get("/BotDetails?game=roborumble&name=a.A 1&api=1").get_json()
     assert page["summary"]["ratings"]["glicko_rd"] == pytest.approx(rd["a.A 1"][0], abs=0.01)
     assert page["summary"]["ratings"]["glicko2_rd"] == pytest.approx(rd["a.A 1"][1], rel=1e-9)
     compare = client.get("/BotCompare?game=roborumble&bota=a.A 1&botb=a.B 1&api=1").get_json()["win_probability"]
-    assert compare["glicko"] == pytest.approx(win_probability(a["glicko"], rd["a.A 1"][0], b["glicko"], rd["a.B 1"][0]), abs=1e-4)
-    assert compare["glicko2"] == pytest.approx(win_probability(a["glicko2"], rd["a.A 1"][1], b["glicko2"], rd["a.B 1"][1]), abs=1e-6)
+    assert compare["glicko"] == pytest.approx(
+        win_probability(a["glicko"], rd["a.A 1"][0], b["glicko"], rd["a.B 1"][0]), abs=1e-4
+    )
+    assert compare["glicko2"] == pytest.approx(
+        win_probability(a["glicko2"], rd["a.A 1"][1], b["glicko2"], rd["a.B 1"][1]), abs=1e-6
+    )
     api = client.get("/api/v1/rumbles/roborumble/compare?bota=a.A 1&botb=a.B 1").get_json()
     assert api["win_probability"]["glicko2"] == compare["glicko2"]

@@ -22,15 +22,23 @@ from pathlib import Path
 import pytest
 from conftest import battle, now_ms
 
-from rumble.protocol.replies import Kind
 from rumble import exports, jobs, store
 from rumble.app import create_app
+from rumble.protocol.replies import Kind
 from rumble.protocol.upload import format_upload
 from rumble.web import close_thread_db
 
 A, B, C = "alpha.Alpha 1.0", "beta.Beta 1.0", "gamma.Gamma 1.0"
 URL = "/api/v1/rumbles/roborumble/export/"
-NAMES = ["rankings.csv", "rankings.json", "pairings.csv", "pairings.json", "battles.csv", "battles.json", "rumble.sqlite"]
+NAMES = [
+    "rankings.csv",
+    "rankings.json",
+    "pairings.csv",
+    "pairings.json",
+    "battles.csv",
+    "battles.json",
+    "rumble.sqlite",
+]
 
 
 @pytest.fixture
@@ -72,7 +80,9 @@ def battle_count(body: bytes, name: str, tmp_path: Path) -> int:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_an_export_has_its_length_etag_and_last_modified_and_answers_304_while_unchanged(app, client, rumble, tmp_path, name):
+def test_an_export_has_its_length_etag_and_last_modified_and_answers_304_while_unchanged(
+    app, client, rumble, tmp_path, name
+):
     first = get(client, name)
     body = first.get_data()
     assert first.status_code == 200 and len(body) > 0
@@ -95,7 +105,9 @@ def test_an_export_has_its_length_etag_and_last_modified_and_answers_304_while_u
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_an_upload_gives_the_next_request_a_new_snapshot_and_the_old_one_is_removed(app, client, rumble, upload, tmp_path, name):
+def test_an_upload_gives_the_next_request_a_new_snapshot_and_the_old_one_is_removed(
+    app, client, rumble, upload, tmp_path, name
+):
     first = get(client, name)
     etag = first.headers["ETag"]
     left_over = tmp_path / "exports" / "roborumble" / f".{name}.died.tmp"  # as a build that died leaves it
@@ -113,13 +125,22 @@ def test_an_upload_gives_the_next_request_a_new_snapshot_and_the_old_one_is_remo
 
 
 def test_within_the_max_age_the_previous_snapshot_is_served_then_a_new_one_is_written(tmp_path):
-    app = create_app({"DB": str(tmp_path / "rumble.db"), "BATCH_INTERVAL_MINUTES": 0, "EXPORT_DIR": str(tmp_path / "snaps"),
-                      "EXPORT_MAX_AGE_MINUTES": 5})  # fmt: skip
+    app = create_app(
+        {
+            "DB": str(tmp_path / "rumble.db"),
+            "BATCH_INTERVAL_MINUTES": 0,
+            "EXPORT_DIR": str(tmp_path / "snaps"),
+            "EXPORT_MAX_AGE_MINUTES": 5,
+        }
+    )
     client = app.test_client()
     try:
+
         def post(first: str, second: str) -> str:
             body = format_upload(battle(first, second))
-            return client.post("/UploadedResults", data=body, content_type="application/x-www-form-urlencoded").get_data(as_text=True)
+            return client.post(
+                "/UploadedResults", data=body, content_type="application/x-www-form-urlencoded"
+            ).get_data(as_text=True)
 
         assert post(A, B).splitlines()[-1] == f"OK. {A} vs {B} received for roborumble"
         first = get(client, "battles.csv")
@@ -132,7 +153,9 @@ def test_within_the_max_age_the_previous_snapshot_is_served_then_a_new_one_is_wr
         fresh = get(client, "battles.csv")
         assert fresh.headers["ETag"] != first.headers["ETag"]
         assert battle_count(fresh.get_data(), "battles.csv", tmp_path) == 2
-        assert [p.name for p in snapshot_files(path.parent, "battles.csv")] == [f"battles.csv.{fresh.headers['ETag'].strip(chr(34))}"]
+        assert [p.name for p in snapshot_files(path.parent, "battles.csv")] == [
+            f"battles.csv.{fresh.headers['ETag'].strip(chr(34))}"
+        ]
     finally:
         close_thread_db()
 
@@ -144,19 +167,28 @@ def test_the_previous_snapshot_is_served_while_another_worker_writes_the_next(ap
     with snapshots.build_lock("roborumble", "battles.json") as held:  # as another worker's build would
         assert held
         during = get(client, "battles.json")
-    assert (during.status_code, during.headers["ETag"], during.get_data()) == (200, first.headers["ETag"], first.get_data())
+    assert (during.status_code, during.headers["ETag"], during.get_data()) == (
+        200,
+        first.headers["ETag"],
+        first.get_data(),
+    )
     after = get(client, "battles.json")
     assert after.headers["ETag"] != first.headers["ETag"] and len(json.loads(after.get_data())["rows"]) == 4
 
 
-def test_with_every_build_slot_taken_an_export_without_a_snapshot_is_a_503_with_retry_after(app, client, rumble, tmp_path, monkeypatch):
+def test_with_every_build_slot_taken_an_export_without_a_snapshot_is_a_503_with_retry_after(
+    app, client, rumble, tmp_path, monkeypatch
+):
     monkeypatch.setattr(exports, "WAIT_SECONDS", 0.3)
     snapshots = exports.Snapshots.from_settings(app.config["RUMBLE"])
     with snapshots.build_lock("roborumble", "pairings.csv") as held:  # EXPORT_BUILDS is 1: the only slot
         assert held
         busy = get(client, "battles.csv")
     assert (busy.status_code, busy.headers["Retry-After"], busy.json) == (
-        503, "10", {"error": "The battles.csv export of roborumble is not written yet; try again in a few seconds."})  # fmt: skip
+        503,
+        "10",
+        {"error": "The battles.csv export of roborumble is not written yet; try again in a few seconds."},
+    )
     assert get(client, "battles.csv").status_code == 200
 
 
@@ -245,8 +277,12 @@ def test_the_batch_job_rewrites_the_stale_snapshots_that_were_asked_for(app, cli
         (path,) = snapshot_files(folder, name)
         inode = path.stat().st_ino
         served = get(client, name)
-        assert served.headers["ETag"] != asked[name].headers["ETag"] and path.name.endswith(served.headers["ETag"].strip('"'))
-        assert path.stat().st_ino == inode and battle_count(served.get_data(), name, tmp_path) == 4  # the job's file, as it was
+        assert served.headers["ETag"] != asked[name].headers["ETag"] and path.name.endswith(
+            served.headers["ETag"].strip('"')
+        )
+        assert (
+            path.stat().st_ino == inode and battle_count(served.get_data(), name, tmp_path) == 4
+        )  # the job's file, as it was
 
 
 UPLOADERS = ['=HYPERLINK("http://x")', "@SUM(1+1)", "-2+3", "+cmd", "Jane Doe"]
@@ -254,15 +290,24 @@ UPLOADERS = ['=HYPERLINK("http://x")', "@SUM(1+1)", "-2+3", "+cmd", "Jane Doe"]
 UPLOADER_CELLS = ['"\'=HYPERLINK(""http://x"")"', "'@SUM(1+1)", "'-2+3", "'+cmd", "Jane Doe"]
 
 
-def test_csv_cells_that_would_start_a_formula_get_a_leading_quote_and_json_and_sqlite_keep_them(app, client, upload, tmp_path):
+def test_csv_cells_that_would_start_a_formula_get_a_leading_quote_and_json_and_sqlite_keep_them(
+    app, client, upload, tmp_path
+):
     now = now_ms()
     for i, uploader in enumerate(UPLOADERS):
-        assert upload(battle(A, B, scores=(6000 + i, 4000), firsts=(30, 5), time_ms=now - 1000 * i, uploader=uploader)).kind is Kind.ACCEPTED
+        assert (
+            upload(
+                battle(A, B, scores=(6000 + i, 4000), firsts=(30, 5), time_ms=now - 1000 * i, uploader=uploader)
+            ).kind
+            is Kind.ACCEPTED
+        )
     rows = json.loads(get(client, "battles.json").get_data())["rows"]
     assert [r["uploader"] for r in rows] == UPLOADERS  # JSON: as stored
     lines = get(client, "battles.csv").get_data(as_text=True).split("\n")
-    assert lines[0] == "id,received_at,client_time,first,first_score,first_bullet_damage,first_firsts,second,second_score," \
-                       "second_bullet_damage,second_firsts,rounds,uploader,client,state"  # fmt: skip
+    assert (
+        lines[0] == "id,received_at,client_time,first,first_score,first_bullet_damage,first_firsts,second,second_score,"
+        "second_bullet_damage,second_firsts,rounds,uploader,client,state"
+    )
     assert lines[1:] == [
         f"{r['id']},{r['received_at']},{now - 1000 * i},{A},{6000 + i},{(6000 + i) // 2},30,{B},4000,2000,5,35,{cell},1.9.3.9,ok"
         for i, (r, cell) in enumerate(zip(rows, UPLOADER_CELLS))
@@ -271,14 +316,25 @@ def test_csv_cells_that_would_start_a_formula_get_a_leading_quote_and_json_and_s
     path.write_bytes(get(client, "rumble.sqlite").get_data())
     copy = sqlite3.connect(path)
     try:
-        assert [u for (u,) in copy.execute("SELECT uploader FROM battles ORDER BY id")] == UPLOADERS  # SQLite: as stored
+        assert [
+            u for (u,) in copy.execute("SELECT uploader FROM battles ORDER BY id")
+        ] == UPLOADERS  # SQLite: as stored
     finally:
         copy.close()
 
 
 def test_a_csv_cell_is_escaped_only_if_it_is_a_string_that_starts_a_formula():
     assert [exports.csv_cell(v) for v in ("=1+1", "+1", "-1", "@x", "\tx", "\rx", "a=b", "", " =x")] == [
-        "'=1+1", "'+1", "'-1", "'@x", "'\tx", "'\rx", "a=b", "", " =x"]  # fmt: skip
+        "'=1+1",
+        "'+1",
+        "'-1",
+        "'@x",
+        "'\tx",
+        "'\rx",
+        "a=b",
+        "",
+        " =x",
+    ]
     assert [exports.csv_cell(v) for v in (-0.5, -3, 0, None, True)] == [-0.5, -3, 0, None, True]  # numbers stay numbers
     text = "".join(exports.csv_lines(["aps", "name", "note"], [(-0.5, "-0.5", "\tTAB")]))
     assert text == "aps,name,note\n-0.5,'-0.5,'\tTAB\n"
@@ -299,7 +355,9 @@ def test_a_slow_build_runs_beside_the_request_which_gets_the_previous_snapshot_m
 
     first = snapshots.obtain("roborumble", "battles.csv", snapshots.etag("battles.csv", ("v1",)), writer("v1"))
     assert first.path.read_text() == "v1"
-    meanwhile = snapshots.obtain("roborumble", "battles.csv", snapshots.etag("battles.csv", ("v2",)), writer("v2"), wait=0.2)
+    meanwhile = snapshots.obtain(
+        "roborumble", "battles.csv", snapshots.etag("battles.csv", ("v2",)), writer("v2"), wait=0.2
+    )
     assert meanwhile == first  # the previous snapshot, while v2 is being written
     release.set()
     for _ in range(100):

@@ -6,9 +6,9 @@ import re
 
 from conftest import battle, now_ms
 
-from rumble.protocol.replies import Kind
 from rumble import store
 from rumble.jobs import take_daily_snapshot
+from rumble.protocol.replies import Kind
 from rumble.store.history import snapshot_day, today
 
 OLD, NEW, B, C = "alpha.Alpha 1.0", "alpha.Alpha 1.1", "beta.Beta 1.0", "gamma.Gamma 1.0"
@@ -16,7 +16,13 @@ OLD, NEW, B, C = "alpha.Alpha 1.0", "alpha.Alpha 1.1", "beta.Beta 1.0", "gamma.G
 
 def _upload_all(upload) -> None:
     now = now_ms()
-    results = [(OLD, B, 6000, 4000), (OLD, C, 7000, 3000), (NEW, B, 8000, 2000), (NEW, C, 4500, 5500), (B, C, 5000, 5000)]
+    results = [
+        (OLD, B, 6000, 4000),
+        (OLD, C, 7000, 3000),
+        (NEW, B, 8000, 2000),
+        (NEW, C, 4500, 5500),
+        (B, C, 5000, 5000),
+    ]
     for i, (first, second, s1, s2) in enumerate(results):
         assert upload(battle(first, second, scores=(s1, s2), time_ms=now - 1000 * i)).kind is Kind.ACCEPTED
 
@@ -29,8 +35,11 @@ def test_the_daily_snapshot_records_each_active_bots_rank_once_a_day(app, client
         assert take_daily_snapshot(db) == 0  # today is taken
         with store.write(db):
             assert snapshot_day(db, "2020-01-01") == 4
-        rows = db.execute("SELECT b.full_name, h.day, h.rank, h.aps, h.battles FROM rank_history h JOIN bots b ON b.id = h.bot_id "
-                          "WHERE h.day = ? ORDER BY h.rank", (today(),)).fetchall()  # fmt: skip
+        rows = db.execute(
+            "SELECT b.full_name, h.day, h.rank, h.aps, h.battles FROM rank_history h JOIN bots b ON b.id = h.bot_id "
+            "WHERE h.day = ? ORDER BY h.rank",
+            (today(),),
+        ).fetchall()
     finally:
         db.close()
     ranking = client.get("/Rankings?game=roborumble&api=1").json
@@ -52,14 +61,18 @@ def test_the_plots_are_svg_images_of_the_pages_figures(app, client, upload):
     (dots,) = re.findall(r'<g id="PathCollection_1">(.*?)</g>', text, flags=re.S)
     assert dots.count("<use ") == 2  # one dot per live pairing: B and C
     assert "score in the pairing" in text
-    history = client.get("/BotDetails/history.svg", query_string={"game": "roborumble", "name": NEW}).get_data(as_text=True)
+    history = client.get("/BotDetails/history.svg", query_string={"game": "roborumble", "name": NEW}).get_data(
+        as_text=True
+    )
     assert "APS (%)" in history and "rank" in history and "No daily snapshot" not in history
     uploads = client.get("/RumbleStats/uploads.svg?game=roborumble")
     assert uploads.status_code == 200 and "battles uploaded" in uploads.get_data(as_text=True)
     missing = client.get("/BotDetails/scores.svg", query_string={"game": "roborumble", "name": "no.Such 1.0"})
     assert missing.status_code == 404 and "no.Such 1.0" in missing.get_data(as_text=True)
     page = client.get("/BotDetails", query_string={"game": "roborumble", "name": NEW}).get_data(as_text=True)
-    assert "/BotDetails/scores.svg?game=roborumble&amp;name=alpha.Alpha+1.1" in page and "/BotDetails/history.svg" in page
+    assert (
+        "/BotDetails/scores.svg?game=roborumble&amp;name=alpha.Alpha+1.1" in page and "/BotDetails/history.svg" in page
+    )
 
 
 def test_bot_details_lists_the_other_versions_of_the_bot(client, upload):
@@ -82,20 +95,30 @@ def test_the_daily_snapshot_ranks_by_xonstat_elo_too(app, client, upload):
     then E beats A 52:48 (A's APS falls to 54 below C's 55, its XonStat only to about 1510.5, still
     above C's), so APS and XonStat Elo order A and C differently."""
     now = now_ms()
-    for i, (first, second, s1, s2) in enumerate((("a.A 1", "a.B 1", 6000, 4000), ("a.C 1", "a.D 1", 5500, 4500),
-                                                  ("a.E 1", "a.A 1", 5200, 4800))):  # fmt: skip
+    for i, (first, second, s1, s2) in enumerate(
+        (("a.A 1", "a.B 1", 6000, 4000), ("a.C 1", "a.D 1", 5500, 4500), ("a.E 1", "a.A 1", 5200, 4800))
+    ):
         assert upload(battle(first, second, scores=(s1, s2), time_ms=now - 1000 * i)).kind is Kind.ACCEPTED
     ranking = client.get("/Rankings?game=roborumble&api=1").json
     db = store.connect(app.config["RUMBLE"]["DB"])
     try:
         assert take_daily_snapshot(db) == 5
-        rows = dict(db.execute("SELECT b.full_name, h.xonstat_rank FROM rank_history h JOIN bots b ON b.id = h.bot_id").fetchall())
+        rows = dict(
+            db.execute(
+                "SELECT b.full_name, h.xonstat_rank FROM rank_history h JOIN bots b ON b.id = h.bot_id"
+            ).fetchall()
+        )
     finally:
         db.close()
     by_xonstat = sorted(ranking, key=lambda r: (-r["xonstat"], r["name"]))
     assert rows == {r["name"]: k for k, r in enumerate(by_xonstat, start=1)}
-    assert [r["name"] for r in by_xonstat][:2] == ["a.A 1", "a.C 1"] and [r["name"] for r in ranking][:2] == ["a.C 1", "a.A 1"]
+    assert [r["name"] for r in by_xonstat][:2] == ["a.A 1", "a.C 1"] and [r["name"] for r in ranking][:2] == [
+        "a.C 1",
+        "a.A 1",
+    ]
     history = client.get("/api/v1/rumbles/roborumble/bots/a.A 1/history").json["items"]
     assert [(h["rank"], h["xonstat_rank"]) for h in history] == [(2, 1)]
-    plot = client.get("/BotDetails/history.svg", query_string={"game": "roborumble", "name": "a.A 1"}).get_data(as_text=True)
+    plot = client.get("/BotDetails/history.svg", query_string={"game": "roborumble", "name": "a.A 1"}).get_data(
+        as_text=True
+    )
     assert "XonStat rank" in plot

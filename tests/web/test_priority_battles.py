@@ -48,7 +48,10 @@ def test_the_queue_is_shared_by_every_worker(tmp_path, clock):
 
     post(first, battle("a.A 1", "b.B 1", time_ms=now))
     post(first, battle("c.C 1", "d.D 1", time_ms=now + 1))
-    pairs = [_pair(post(client, battle("a.A 1", "b.B 1", time_ms=now + 10 + n))) for n, client in enumerate([first, second, first, second])]
+    pairs = [
+        _pair(post(client, battle("a.A 1", "b.B 1", time_ms=now + 10 + n)))
+        for n, client in enumerate([first, second, first, second])
+    ]
     assert len(set(pairs)) == 4 and None not in pairs  # no pairing handed out twice
 
 

@@ -36,8 +36,12 @@ def test_roborumble_elo_of_three_bots_over_four_uploads(client, upload, clock):
     → C = 1599.3991573 (A keeps 1600.3). Uploads 3 and 4 follow the same rule, computed in the loop
     below with plain floats and no rumble code.
     """
-    results = [("a.A 1", "b.B 1", 6000, 4000), ("b.B 1", "c.C 1", 7000, 3000), ("a.A 1", "c.C 1", 5500, 4500),
-               ("a.A 1", "b.B 1", 3000, 7000)]  # fmt: skip
+    results = [
+        ("a.A 1", "b.B 1", 6000, 4000),
+        ("b.B 1", "c.C 1", 7000, 3000),
+        ("a.A 1", "c.C 1", 5500, 4500),
+        ("a.A 1", "b.B 1", 3000, 7000),
+    ]
     rating = {}
     pct: dict[tuple[str, str], list[float]] = {}
     now = clock.now_ms()
@@ -52,15 +56,20 @@ def test_roborumble_elo_of_three_bots_over_four_uploads(client, upload, clock):
         before = {bot: rating.get(bot, 1600.0) for bot in (x, y)}
         for bot in (x, y):
             opponents = [(o, sum(v) / len(v)) for (me, o), v in pct.items() if me == bot]
-            rating[bot] = before[bot] + sum(3.0 * (p - expected(before[bot], rating.get(o, 1600.0) if o not in before else before[o]))
-                                            for o, p in opponents)  # fmt: skip
+            rating[bot] = before[bot] + sum(
+                3.0 * (p - expected(before[bot], rating.get(o, 1600.0) if o not in before else before[o]))
+                for o, p in opponents
+            )
         got = _elo(client)
         assert got == {bot: pytest.approx(value, abs=1e-9) for bot, value in rating.items()}
         if n == 0:
             assert (got["a.A 1"], got["b.B 1"]) == (pytest.approx(1600.3, abs=1e-9), pytest.approx(1599.7, abs=1e-9))
         if n == 1:
-            assert got == {"a.A 1": pytest.approx(1600.3, abs=1e-9), "b.B 1": pytest.approx(1600.0025278, abs=1e-6),
-                           "c.C 1": pytest.approx(1599.3991573, abs=1e-6)}  # fmt: skip
+            assert got == {
+                "a.A 1": pytest.approx(1600.3, abs=1e-9),
+                "b.B 1": pytest.approx(1600.0025278, abs=1e-6),
+                "c.C 1": pytest.approx(1599.3991573, abs=1e-6),
+            }
 
 
 def test_a_retired_opponent_no_longer_counts(client, upload, clock):
@@ -116,7 +125,10 @@ def test_two_workers_and_a_rebuild_agree_bit_for_bit(tmp_path, monkeypatch, cloc
         answer = post(n % 2, "/UploadedResults", format_upload(battle(a, b, (s, 6000 - s), time_ms=now + n)))
         assert answer.splitlines()[-1] == f"OK. {a} vs {b} received for roborumble", answer
         if n == 60:
-            assert post(1, "/RemoveOldParticipant", b"version=1&game=roborumble&name=p.B3_1&dummy=NA\n") == "OK. p.B3 1 retired from roborumble\n"
+            assert (
+                post(1, "/RemoveOldParticipant", b"version=1&game=roborumble&name=p.B3_1&dummy=NA\n")
+                == "OK. p.B3 1 retired from roborumble\n"
+            )
     for worker in workers:
         worker.submit(close_thread_db).result()
         worker.shutdown()

@@ -16,7 +16,10 @@ def test_contributors_and_days_count_the_log(client, upload, clock):
     upload(battle("a.A 1", "c.C 1", time_ms=now + 1, game="minirumble"))
     upload(battle("b.B 1", "c.C 1", time_ms=now + 2, uploader="Zoë <b>"))
     page = client.get("/RumbleStats?api=1").json
-    assert [(u["uploader"], u["battles"], u["recent"]) for u in page["uploaders"]] == [("Jane Doe", 3, 3), ("Zoë <b>", 1, 1)]
+    assert [(u["uploader"], u["battles"], u["recent"]) for u in page["uploaders"]] == [
+        ("Jane Doe", 3, 3),
+        ("Zoë <b>", 1, 1),
+    ]
     assert sum(d["battles"] for d in page["uploads_per_day"]) == 4
     one = client.get("/RumbleStats?game=roborumble&api=1").json
     assert [(u["uploader"], u["battles"]) for u in one["uploaders"]] == [("Jane Doe", 2), ("Zoë <b>", 1)]
@@ -30,7 +33,12 @@ def test_bots_lacking_pairings_are_listed(client, upload, clock):
     upload(battle("a.A 1", "b.B 1", time_ms=now))
     upload(battle("c.C 1", "d.D 1", time_ms=now + 1))
     lacking = client.get("/RumbleStats?game=roborumble&api=1").json["lacking_pairings"]
-    assert sorted((b["name"], b["missing"]) for b in lacking) == [("a.A 1", 2), ("b.B 1", 2), ("c.C 1", 2), ("d.D 1", 2)]
+    assert sorted((b["name"], b["missing"]) for b in lacking) == [
+        ("a.A 1", 2),
+        ("b.B 1", 2),
+        ("c.C 1", 2),
+        ("d.D 1", 2),
+    ]
 
 
 def test_unknown_rumble_is_404(client):
@@ -70,7 +78,9 @@ def test_each_outcome_is_counted_under_its_kind_and_game(app, upload, db):
     from rumble.web.upload_stats import counts_for
 
     assert upload(battle("alpha.Alpha 1.0", "beta.Beta 1.0", game="minirumble")).kind is Kind.ACCEPTED
-    suspicious = battle("alpha.Alpha 1.0", "beta.Beta 1.0", scores=(3000, 2000), firsts=(5, 5))  # 10 firsts in 35 rounds
+    suspicious = battle(
+        "alpha.Alpha 1.0", "beta.Beta 1.0", scores=(3000, 2000), firsts=(5, 5)
+    )  # 10 firsts in 35 rounds
     held = upload(suspicious)
     assert (held.kind, held.game) == (Kind.HELD, "roborumble") and held.reason
     assert upload(b"game=roborumble&version=1").kind is Kind.REFUSED
@@ -107,7 +117,9 @@ def _log_counts(db) -> list[tuple]:
 
 
 def _counts(db) -> list[tuple]:
-    return db.execute("SELECT rumble_id, uploader, day, battles, last_upload FROM upload_counts ORDER BY 1, 2, 3").fetchall()
+    return db.execute(
+        "SELECT rumble_id, uploader, day, battles, last_upload FROM upload_counts ORDER BY 1, 2, 3"
+    ).fetchall()
 
 
 def test_upload_counts_follow_the_log_and_are_filled_in_for_an_existing_log(app, upload, tmp_path, clock):
@@ -120,8 +132,12 @@ def test_upload_counts_follow_the_log_and_are_filled_in_for_an_existing_log(app,
 
     now = clock.now_ms()
     first = battle("a.A 1", "b.B 1", time_ms=now)
-    for result in (first, first, battle("a.A 1", "c.C 1", time_ms=now + 1, uploader="Zoë"),
-                   battle("a.A 1", "c.C 1", time_ms=now + 2, game="minirumble")):  # fmt: skip
+    for result in (
+        first,
+        first,
+        battle("a.A 1", "c.C 1", time_ms=now + 1, uploader="Zoë"),
+        battle("a.A 1", "c.C 1", time_ms=now + 2, game="minirumble"),
+    ):
         upload(result)
     assert upload(b"game=roborumble&version=1").kind is Kind.REFUSED
     db = store.connect(app.config["RUMBLE"]["DB"])
@@ -140,7 +156,9 @@ def test_upload_counts_follow_the_log_and_are_filled_in_for_an_existing_log(app,
     for table in ("rumbles", "bots", "battles"):
         columns = [row[1] for row in source.execute(f"PRAGMA table_info({table})")]
         rows = source.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall()
-        old.conn.executemany(f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows)
+        old.conn.executemany(
+            f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows
+        )
     source.close()
     assert "upload_counts" not in old.table_names()
     migrate(old)

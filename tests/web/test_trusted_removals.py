@@ -104,8 +104,11 @@ def test_rumble_stats_lists_the_retirement_with_who_asked_and_a_masked_address(a
     (row,) = client.get("/RumbleStats?api=1").json["retirements"]
     assert before <= row["at"] <= after
     assert {k: v for k, v in row.items() if k != "at"} == {
-        "game": "roborumble", "name": "sample.Walls 0.9b", "source": "RemoveOldParticipant (uploader Jane Doe) from 10.1.1.x", "retired": True,
-    }  # fmt: skip
+        "game": "roborumble",
+        "name": "sample.Walls 0.9b",
+        "source": "RemoveOldParticipant (uploader Jane Doe) from 10.1.1.x",
+        "retired": True,
+    }
     page = client.get("/RumbleStats?game=roborumble").get_data(as_text=True)
     assert "<td>RemoveOldParticipant (uploader Jane Doe) from 10.1.1.x</td><td>retired</td>" in page
     assert TRUSTED not in page  # the whole address is for maintainers only
@@ -122,21 +125,44 @@ def test_admin_restores_a_retirement_with_the_button_next_to_it(app, client, lad
     assert "<td>RemoveOldParticipant (uploader Jane Doe) from 10.1.1.1</td>" in section  # whole, for maintainers
     (form,) = re.findall(r'<form method="post" action="([^"]+)".*?</form>', section, re.S)
     assert form == "/admin/restore"
-    fields = {name: html.unescape(value) for name, value in re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', section)}
+    fields = {
+        name: html.unescape(value)
+        for name, value in re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', section)
+    }
     assert {k: v for k, v in fields.items() if k != "csrf_token"} == {"game": "roborumble", "name": "sample.Walls 0.9b"}
     assert client.post(form, data=fields, headers=BROWSER).status_code == 303  # the one step
     assert "sample.Walls_0.9b" in _ratings_keys(client)
-    section = client.get("/admin", headers=BROWSER).get_data(as_text=True).split("<h2>Recent retirements</h2>")[1].split("<h2>")[0]
+    section = (
+        client.get("/admin", headers=BROWSER)
+        .get_data(as_text=True)
+        .split("<h2>Recent retirements</h2>")[1]
+        .split("<h2>")[0]
+    )
     assert "<td>back</td>" in section and "/admin/restore" not in section
 
 
-@pytest.mark.parametrize("source, shown", [
-    ("RemoveOldParticipant (uploader Jane Doe) from 203.0.113.77", "RemoveOldParticipant (uploader Jane Doe) from 203.0.113.x"),
-    ("RemoveOldParticipant (uploader Jane Doe) from 2001:db8:1:2::5", "RemoveOldParticipant (uploader Jane Doe) from 2001:db8:1::/48"),
-    ("RemoveOldParticipant from 127.0.0.1", "RemoveOldParticipant from 127.0.0.x"),  # as sources read before migration 0013
-    ("RemoveOldParticipant (uploader x from 10.0.0.1) from 192.0.2.9", "RemoveOldParticipant (uploader x from 10.0.0.1) from 192.0.2.x"),
-    ("admin retire by alice", "admin retire by alice"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "source, shown",
+    [
+        (
+            "RemoveOldParticipant (uploader Jane Doe) from 203.0.113.77",
+            "RemoveOldParticipant (uploader Jane Doe) from 203.0.113.x",
+        ),
+        (
+            "RemoveOldParticipant (uploader Jane Doe) from 2001:db8:1:2::5",
+            "RemoveOldParticipant (uploader Jane Doe) from 2001:db8:1::/48",
+        ),
+        (
+            "RemoveOldParticipant from 127.0.0.1",
+            "RemoveOldParticipant from 127.0.0.x",
+        ),  # as sources read before migration 0013
+        (
+            "RemoveOldParticipant (uploader x from 10.0.0.1) from 192.0.2.9",
+            "RemoveOldParticipant (uploader x from 10.0.0.1) from 192.0.2.x",
+        ),
+        ("admin retire by alice", "admin retire by alice"),
+    ],
+)
 def test_the_public_source_shows_the_network_not_the_address(source, shown):
     from rumble.web.pages import public_source
 
