@@ -11,31 +11,40 @@ from typing import Any
 
 from flask import Flask
 
-from rumble import settings as settings_module
-from rumble import store
+from rumble import settings, store
 from rumble.overrides import apply_to_rumble_rows
 from rumble.protocol.games import load_rumbles
 from rumble.store.rumbles import sync_rumbles
 
 
-def create_app(config: dict[str, Any] | None = None) -> Flask:
-    """Build the app: settings, the database (migrated, rumbles synced) and the blueprints."""
+def create_app(config: dict[str, Any] | None = None, preload_fields: bool = False) -> Flask:
+    """Build the app: settings, the database (migrated, rumbles synced) and the blueprints.
+    ``preload_fields``: also read every rumble into this process's ratings copy (rumble.fields),
+    as each ``rumble serve`` worker does before its first request."""
     app = Flask(__name__.rsplit(".", 1)[0], template_folder="web/templates", static_folder="web/static")
-    values = settings_module.load(config)
+    values = settings.load(config)
     app.config["RUMBLE"] = values
     rumbles = load_rumbles(values["RUMBLES_FILE"])
     app.extensions["rumble.rumbles"] = rumbles
     prepare_database(values, rumbles)
 
-    from rumble.web import admin, api, body, client, pages
+    from rumble.web import admin, api, body, bot_pages, client, pages, plots
+    from rumble.web.lookup import NotFound, failure
 
     app.wsgi_app = body.guard_input(app.wsgi_app)  # a body that cannot be read is a 400, never a 500
     app.register_blueprint(client.bp)
     app.register_blueprint(pages.bp)
+    app.register_blueprint(bot_pages.bp)  # /BotDetails, /Pairing, /BotCompare
+    app.register_blueprint(plots.bp)  # the SVG plots those pages and /RumbleStats show
+    app.register_error_handler(NotFound, failure)  # unknown rumbles and bots, in plain words (the API has its own)
     app.register_blueprint(api.bp)
     admin.init_app(app)
     app.register_blueprint(admin.bp)
     wrap_wsgi(app, values)
+    if preload_fields:
+        from rumble.web import preload_fields as preload
+
+        preload(app)
     return app
 
 

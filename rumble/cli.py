@@ -49,7 +49,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     os.environ["RUMBLE_DB"] = values["DB"]  # the workers build their app from the same settings
     _log_to_stderr(logging.INFO)  # the batch schedule's runs; the workers inherit it
     conn = open_database(values)
-    from rumble.store.battles import count_battles
+    from rumble.store.battle_log import count_battles
 
     empty = count_battles(conn) == 0
     conn.close()
@@ -89,10 +89,8 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
 
         def load(self):  # in each worker: one of them wins the batch schedule (rumble.jobs)
             from rumble.jobs import start_scheduler
-            from rumble.web import preload_fields
 
-            app = create_app()
-            preload_fields(app)  # before the first request, so no upload waits for it
+            app = create_app(preload_fields=True)  # before the first request, so no upload waits for it
             app.extensions["rumble.schedule"] = start_scheduler(app.config["RUMBLE"])
             return app
 
@@ -169,7 +167,7 @@ def rebuild(db: str | None, game: str | None) -> None:
     from rumble import maintenance
     from rumble.overrides import load as load_overrides
     from rumble.protocol.games import load_rumbles
-    from rumble.store.battles import count_battles
+    from rumble.store.battle_log import count_battles
     from rumble.store.rumbles import rumble_id
 
     values = settings_for(db)
@@ -245,7 +243,7 @@ def import_(db: str | None, file: Path) -> None:
 @click.argument("file", type=click.File("w", encoding="utf-8"), default="-")
 def export(db: str | None, game: str | None, fmt: str, file) -> None:
     """Write the battle log (CSV or JSONL, the columns `rumble import` reads)."""
-    from rumble.store.battles import LOG_COLUMNS, log_rows
+    from rumble.store.battle_log import LOG_COLUMNS, log_rows
     from rumble.store.rumbles import rumble_id
 
     conn = open_database(settings_for(db))

@@ -45,8 +45,7 @@ def _maintainer(conn: store.Store) -> str:
     import os
 
     from rumble.admin_tokens import token_id
-    from rumble.store.admin import any_active
-    from rumble.web.admin_auth import token_owner
+    from rumble.store.maintainers import any_active, token_owner
 
     token = os.environ.get(TOKEN_VARIABLE, "").strip()
     if token:
@@ -67,7 +66,7 @@ def _maintainer(conn: store.Store) -> str:
 
 
 def _audit(conn: store.Store, action: str, details: dict, who: str | None = None) -> None:
-    from rumble.store.admin import audit
+    from rumble.store.maintainers import audit
 
     with store.write(conn):
         audit(conn, who or _who(), action, details, 0, store.utc_now())
@@ -180,7 +179,7 @@ def admin() -> None:
 def create_token(db: str | None, name: str) -> None:
     """Make a new token for maintainer NAME and print it (rmb_<id>_<secret>; only the id and a hash are kept: copy it now)."""
     from rumble.admin_tokens import hash_token, new_token, token_id
-    from rumble.store.admin import MaintainerExists, add_maintainer, audit
+    from rumble.store.maintainers import MaintainerExists, add_maintainer, audit
 
     name = name.strip()
     if not name or len(name) > 100:
@@ -204,8 +203,8 @@ def create_token(db: str | None, name: str) -> None:
 @click.argument("name")
 def revoke(db: str | None, name: str) -> None:
     """Revoke maintainer NAME's token and end its browser sessions at once."""
-    from rumble.store.admin import audit
-    from rumble.store.admin import revoke as revoke_token
+    from rumble.store.maintainers import audit
+    from rumble.store.maintainers import revoke as revoke_token
 
     _, conn = _open(db)
     try:
@@ -225,7 +224,7 @@ def revoke(db: str | None, name: str) -> None:
 @db_option
 def list_(db: str | None) -> None:
     """List the maintainers: name, created, revoked (never a token or its hash)."""
-    from rumble.store.admin import maintainers
+    from rumble.store.maintainers import maintainers
 
     _, conn = _open(db)
     try:
@@ -260,7 +259,7 @@ def _battle_command(action: str, summary: str):
     def command(db, game, uploader, remote_addr, client, since, until, ids, dry_run) -> None:
         from rumble import integrity, maintenance, maintenance_jobs
         from rumble.protocol.games import load_rumbles
-        from rumble.store.admin import audit
+        from rumble.store.maintainers import audit
 
         values, conn = _open(db)
         try:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import click
 
-from rumble import settings as settings_module
-from rumble import store
+from rumble import settings, store
 
 db_option = click.option(
     "--db",
@@ -21,7 +20,7 @@ db_option = click.option(
 
 def settings_for(db: str | None) -> dict:
     """Every setting, with ``--db`` (when given) naming the database."""
-    return settings_module.load({"DB": db} if db else None)
+    return settings.load({"DB": db} if db else None)
 
 
 def open_database(values: dict) -> store.Store:

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rumble.ratings.online import Field, capacity_for, unrated
-from rumble.store import Store, read
-from rumble.store import ratings as rating_rows
+from rumble.store import Store, rating_rows, read
 
 
 @dataclass

@@ -18,11 +18,7 @@ from rumble.battle import Battle
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing, Totals
 from rumble.ratings import online
-from rumble.store import Store, bots, format_time, pairings
-from rumble.store import battles as battle_log
-from rumble.store import melee as melee_rows
-from rumble.store import priority as queue
-from rumble.store import ratings as rating_rows
+from rumble.store import Store, battle_log, bots, format_time, melee_battles, pairings, priority_queue, rating_rows
 from rumble.store.rumbles import by_survival
 from rumble.store.rumbles import rumble_id as find_rumble_id
 
@@ -189,18 +185,18 @@ def next_priority_battle(
     """Hand out the rumble's next priority battle, choosing a new batch when the queue is empty."""
     rumble_id = find_rumble_id(db, game)
     now = format_time(now_dt)
-    found = queue.pop_waiting(db, rumble_id, now)
+    found = priority_queue.pop_waiting(db, rumble_id, now)
     if found is not None:
         return found
-    for a, b in queue.forget_handed_out(db, rumble_id, format_time(now_dt - timedelta(minutes=hold_minutes))):
+    for a, b in priority_queue.forget_handed_out(db, rumble_id, format_time(now_dt - timedelta(minutes=hold_minutes))):
         pairing = pairings.pairing_pair(db, rumble_id, a, b)[0]
         if pairing is not None:
-            queue.set_priority(db, rumble_id, a, b, priority.pairing_priority(pairing, min_battles))
+            priority_queue.set_priority(db, rumble_id, a, b, priority.pairing_priority(pairing, min_battles))
     pairs = _choose_batch(db, rumble_id, batch, min_battles, rng)
     if not pairs:
         return None
-    queue.enqueue(db, rumble_id, pairs, now)
-    return queue.pop_waiting(db, rumble_id, now)
+    priority_queue.enqueue(db, rumble_id, pairs, now)
+    return priority_queue.pop_waiting(db, rumble_id, now)
 
 
 def _choose_batch(
@@ -210,14 +206,14 @@ def _choose_batch(
     rumble no bot in more than ``priority.melee_cap(batch)`` of them (rumble/priority.py)."""
     chosen: list[tuple[int, int, str]] = []
     taken: set[tuple[int, int]] = set()
-    cap = priority.melee_cap(batch) if melee_rows.is_melee(db, rumble_id) else None
+    cap = priority.melee_cap(batch) if melee_battles.is_melee(db, rumble_id) else None
     counts: dict[int, int] = {}
-    lacking = dict(queue.bots_missing_pairings(db, rumble_id, bots.active_count(db, rumble_id)))
+    lacking = dict(priority_queue.bots_missing_pairings(db, rumble_id, bots.active_count(db, rumble_id)))
     while lacking and len(chosen) < batch:
         bot = priority.pick_weighted(list(lacking), list(lacking.values()), rng)
         unmet = [
             o
-            for o in queue.unmet_opponents(db, rumble_id, bot)
+            for o in priority_queue.unmet_opponents(db, rumble_id, bot)
             if (min(bot, o), max(bot, o)) not in taken and (cap is None or counts.get(o, 0) < cap)
         ]
         if not unmet or (cap is not None and counts.get(bot, 0) >= cap):
@@ -234,7 +230,7 @@ def _choose_batch(
                     del lacking[end]
     if len(chosen) >= batch:
         return chosen
-    candidates = [c for c in queue.top_pairings(db, rumble_id, 8 * batch) if (c[0], c[1]) not in taken]
+    candidates = [c for c in priority_queue.top_pairings(db, rumble_id, 8 * batch) if (c[0], c[1]) not in taken]
     if cap is None:
         return chosen + priority.choose_pairs(candidates, batch - len(chosen), rng)
     while len(chosen) < batch:  # melee: draw again from the pairings of bots not yet at their cap

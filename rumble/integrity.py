@@ -21,9 +21,8 @@ from datetime import UTC, datetime
 
 from rumble import rebuild
 from rumble.parameters import ParameterError, shown, whole_number
-from rumble.store import Store, format_time
-from rumble.store import integrity as states
-from rumble.store.integrity import BattleFilter
+from rumble.store import Store, battle_states, format_time
+from rumble.store.battle_states import BattleFilter
 
 TRANSITIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "flag": (("ok",), "flagged"),
@@ -119,10 +118,10 @@ def change_battles(db: Store, action: str, f: BattleFilter, min_battles: int, dr
         raise ValueError(f"no battle action {action!r}")
     sources, target = TRANSITIONS[action]
     if dry_run:
-        return Outcome(action, states.count_matching(db, f, sources), dry_run=True)
-    moved = states.set_state(db, f, sources, target)
+        return Outcome(action, battle_states.count_matching(db, f, sources), dry_run=True)
+    moved = battle_states.set_state(db, f, sources, target)
     replayed = {}
     for game in moved:
-        rounds = states.rumble_rounds(db, game)
+        rounds = battle_states.rumble_rounds(db, game)
         replayed[game] = rebuild.rebuild_rumble(db, game, rounds, min_battles)
     return Outcome(action, moved, replayed)

@@ -28,8 +28,8 @@ import numpy as np
 from rumble import exports, melee, store
 from rumble.rankings.batch import METHODS, PAIRING_METHODS, WIN_RATE_METHODS
 from rumble.rankings.pairwise import Ranking, present, ranks_from_scores
-from rumble.store import batch as batch_store
-from rumble.store import export as export_store
+from rumble.store import batch_runs
+from rumble.store.export import log_version
 from rumble.store.rumbles import rumble_id
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class Report:
     run_id: int
     names: list[str]  # the rumble's active bots; ``ranked.kept`` marks those ranked
     ranked: Ranked
-    seen: batch_store.Seen
+    seen: batch_runs.Seen
     seconds: float
 
 
@@ -117,9 +117,9 @@ def run_rumble(
     chosen = tuple(METHODS) if complete else methods
     started, clock = store.utc_now(), time.perf_counter()
     with store.read(db):
-        matrix, seen = batch_store.read_matrix(db, rid), batch_store.seen(db, rid)
+        matrix, seen = batch_runs.read_matrix(db, rid), batch_runs.seen(db, rid)
     ranked = rank_matrix(matrix.d, chosen, pairing_values=complete, progress=progress, wins=matrix.wins)
-    record = batch_store.RunRecord(
+    record = batch_runs.RunRecord(
         methods=COMPLETE if complete else chosen,
         source=source,
         started_at=started,
@@ -131,7 +131,7 @@ def run_rumble(
         failures=ranked.failures,
     )
     with store.write(db):
-        run_id = batch_store.save_run(db, rid, record)
+        run_id = batch_runs.save_run(db, rid, record)
     report = Report(game, run_id, matrix.names, ranked, seen, time.perf_counter() - clock)
     _log_run(report, source)
     return report
@@ -155,7 +155,7 @@ def _log_run(report: Report, source: str) -> None:
 def run_stale(db: store.Store, source: str = SCHEDULED) -> list[Report]:
     """A complete run of every rumble whose log changed since its last one; a failing rumble is logged and skipped."""
     reports = []
-    for game in batch_store.stale_rumbles(db, COMPLETE):
+    for game in batch_runs.stale_rumbles(db, COMPLETE):
         try:
             reports.append(run_rumble(db, game, source=source))
         except Exception:  # one broken rumble must not starve the others of their hourly run
@@ -187,7 +187,7 @@ def refresh_exports(db: store.Store, settings: dict[str, Any]) -> list[str]:
         if rid is None:
             continue
         with store.read(db):
-            version = export_store.log_version(db, rid)
+            version = log_version(db, rid)
         for name in exports.REFRESHED_BY_JOB:
             writer = exports.table_writer(settings["DB"], rid, game, name)
             if snapshots.refresh(game, name, snapshots.etag(name, version), writer) is not None:

@@ -37,11 +37,19 @@ from dataclasses import dataclass, field
 from rumble import priority, rebuild
 from rumble.rankings import scores
 from rumble.rankings.scores import Totals
-from rumble.store import Store, bots, pairings, read, restore_epoch, utc_now, write
-from rumble.store import battles as battle_log
-from rumble.store import melee as melee_rows
-from rumble.store import priority as queue
-from rumble.store import ratings as rating_rows
+from rumble.store import (
+    Store,
+    battle_log,
+    bots,
+    melee_battles,
+    pairings,
+    priority_queue,
+    rating_rows,
+    read,
+    restore_epoch,
+    utc_now,
+    write,
+)
 from rumble.store.rumbles import rumble_id as find_rumble_id
 
 CATCH_UP_ROUNDS = 6  # snapshots after the first replay; each replays what arrived during the last
@@ -114,9 +122,9 @@ def recompute(
     ``replay.replayed`` counts every battle replayed."""
     with read(db):
         rid = find_rumble_id(db, game)
-        is_melee = rid is not None and melee_rows.is_melee(db, rid)
+        is_melee = rid is not None and melee_battles.is_melee(db, rid)
         if is_melee:  # before the replay starts: it clears and fills the melee tables, these copies
-            melee_rows.make_shadow(db)
+            melee_battles.make_shadow(db)
         replay = rebuild.start(db, game, rounds, moved, moved_to)
         job = Job(
             game,
@@ -145,12 +153,12 @@ def recompute(
             _swap(db, job, min_battles)
     finally:
         if job.melee:
-            melee_rows.drop_shadow(db)
+            melee_battles.drop_shadow(db)
     return job
 
 
 def _sweeps(db: Store, rumble_id: int) -> int:
-    return len(melee_rows.sweeps_in_order(db, rumble_id))
+    return len(melee_battles.sweeps_in_order(db, rumble_id))
 
 
 def _check(db: Store, job: Job) -> None:
@@ -231,7 +239,7 @@ def _swap(db: Store, job: Job, min_battles: int) -> None:
         (a, b) for a, b in since & state.keys() - base.differ if live.get((a, b)) != _values(state[a, b])
     }
     drop_keys = (base.extra | since) - state.keys()
-    held = queue.held_pairs(db, rid)
+    held = priority_queue.held_pairs(db, rid)
     pairings.replace_pairings(
         db,
         rid,
@@ -257,7 +265,7 @@ def _swap(db: Store, job: Job, min_battles: int) -> None:
     rating_rows.put_ratings(db, rid, [(bot, r) for bot, r in rated if r.rated_at == r.rated_at])  # NaN: never rated
     job.written = {"pairings": len(write_keys) + len(drop_keys), "bots": len(order)}
     if job.melee:
-        job.written["melee rows"] = melee_rows.swap_shadow(db, rid)
+        job.written["melee rows"] = melee_battles.swap_shadow(db, rid)
     rating_rows.bump_generation(db, rid)
     swapped = sorted({(min(a, b), max(a, b)) for a, b in write_keys | drop_keys})
     rating_rows.record_swap(

@@ -22,11 +22,7 @@ import traceback
 from collections.abc import Callable
 
 from rumble import integrity, maintenance, store
-from rumble.store import Store, utc_now
-from rumble.store import admin as admin_store
-from rumble.store import battles as battle_log
-from rumble.store import integrity as states
-from rumble.store import jobs as job_rows
+from rumble.store import Store, battle_log, battle_states, job_queue, maintainers, utc_now
 
 KINDS = ("rebuild", "flag", "rollback", "unflag")
 PROGRESS_EVERY_S = 1.0  # how often a running job writes its progress row
@@ -42,7 +38,7 @@ def rebuild(
     for game in games:
 
         def audit(conn: Store, job: maintenance.Job, game=game) -> None:
-            admin_store.audit(conn, who, "rebuild", {**details, "game": game}, 0, utc_now())
+            maintainers.audit(conn, who, "rebuild", {**details, "game": game}, 0, utc_now())
 
         job = _recompute(db, game, min_battles, progress, in_swap=audit)
         replayed[game] = job.replay.replayed
@@ -52,7 +48,7 @@ def rebuild(
 def change_battles(
     db: Store,
     action: str,
-    f: states.BattleFilter,
+    f: battle_states.BattleFilter,
     max_id: int,
     min_battles: int,
     who: str,
@@ -64,19 +60,19 @@ def change_battles(
     sources, target = integrity.TRANSITIONS[action]
     moved, replayed = {}, {}
     with store.read(db):
-        chosen = states.matching_ids(db, f, sources, max_id)
+        chosen = battle_states.matching_ids(db, f, sources, max_id)
     for game, ids in chosen.items():
 
         def swap_in(conn: Store, job: maintenance.Job, game=game, ids=ids) -> None:
-            moved[game] = states.set_state_of(conn, ids, sources, target)
+            moved[game] = battle_states.set_state_of(conn, ids, sources, target)
             entry = {**details, "criteria": f.describe(), "per_rumble": {game: moved[game]}}
-            admin_store.audit(conn, who, action, entry, moved[game], utc_now())
+            maintainers.audit(conn, who, action, entry, moved[game], utc_now())
 
         job = _recompute(db, game, min_battles, progress, frozenset(ids), target, swap_in)
         replayed[game] = job.replay.replayed
     if not chosen:
         with store.write(db):
-            admin_store.audit(db, who, action, {**details, "criteria": f.describe(), "per_rumble": {}}, 0, utc_now())
+            maintainers.audit(db, who, action, {**details, "criteria": f.describe(), "per_rumble": {}}, 0, utc_now())
     return integrity.Outcome(action, moved, replayed)
 
 
@@ -90,8 +86,8 @@ def _recompute(
     in_swap=None,
 ) -> maintenance.Job:
     with store.read(db):
-        rounds = states.rumble_rounds(db, game)
-        total = states.logged_battles(db, game)
+        rounds = battle_states.rumble_rounds(db, game)
+        total = battle_states.logged_battles(db, game)
     done = 0
 
     def step(n: int) -> None:
@@ -109,7 +105,7 @@ def newest_battle(db: Store) -> int:
     return battle_log.newest_id(db)
 
 
-def criteria(f: states.BattleFilter) -> dict:
+def criteria(f: battle_states.BattleFilter) -> dict:
     """A filter as the job's arguments keep it (``_dispatch`` makes it again)."""
     return {**vars(f), "ids": list(f.ids)}
 
@@ -122,7 +118,7 @@ def submit(db: Store, kind: str, args: dict, who: str) -> int:
     if kind not in KINDS:
         raise ValueError(f"no maintenance job {kind!r}")
     with store.write(db):
-        return job_rows.add_job(db, kind, args, who, utc_now())
+        return job_queue.add_job(db, kind, args, who, utc_now())
 
 
 _children: list[subprocess.Popen] = []  # this process's jobs, reaped so that an ended one leaves no zombie
@@ -148,8 +144,8 @@ def run(db_path: str, job_id: int, synchronous: str = "NORMAL") -> dict:
     side = store.connect(db_path, synchronous, migrate=False)  # progress rows, written while ``db`` is in a snapshot
     try:
         with store.write(db):
-            found = job_rows.job(db, job_id)
-            if found is None or not job_rows.start_job(db, job_id, os.getpid(), utc_now()):
+            found = job_queue.job(db, job_id)
+            if found is None or not job_queue.start_job(db, job_id, os.getpid(), utc_now()):
                 raise LookupError(f"no queued job {job_id}")
         last = 0.0
 
@@ -158,19 +154,19 @@ def run(db_path: str, job_id: int, synchronous: str = "NORMAL") -> dict:
             if time.monotonic() - last >= PROGRESS_EVERY_S:
                 last = time.monotonic()
                 with store.write(side):
-                    job_rows.set_progress(side, job_id, f"{game}: {done} of {total} battles replayed")
+                    job_queue.set_progress(side, job_id, f"{game}: {done} of {total} battles replayed")
 
         try:
             result = _dispatch(db, found, progress)
         except Exception as error:  # recorded for /admin: the swap is atomic, so nothing was half-applied
             with store.write(side):
-                job_rows.finish_job(side, job_id, utc_now(), error=f"{type(error).__name__}: {error}")
+                job_queue.finish_job(side, job_id, utc_now(), error=f"{type(error).__name__}: {error}")
             traceback.print_exc()
         else:
             with store.write(side):
-                job_rows.set_progress(side, job_id, "done")
-                job_rows.finish_job(side, job_id, utc_now(), result=result)
-        return job_rows.job(side, job_id)
+                job_queue.set_progress(side, job_id, "done")
+                job_queue.finish_job(side, job_id, utc_now(), result=result)
+        return job_queue.job(side, job_id)
     finally:
         side.close()
         db.close()
@@ -182,20 +178,20 @@ def _dispatch(db: Store, found: dict, progress: Progress) -> dict:
     if found["kind"] == "rebuild":
         replayed = rebuild(db, args["games"], args["min_battles"], who, details, progress)
         return {"replayed": replayed, "battles": sum(replayed.values())}
-    f = states.BattleFilter(**{**args["criteria"], "ids": tuple(args["criteria"].get("ids", ()))})
+    f = battle_states.BattleFilter(**{**args["criteria"], "ids": tuple(args["criteria"].get("ids", ()))})
     outcome = change_battles(db, found["kind"], f, args["max_id"], args["min_battles"], who, details, progress)
     return {"battles": outcome.battles, "per_rumble": outcome.moved, "replayed": outcome.replayed}
 
 
 def job_state(db: Store, job_id: int) -> dict | None:
     """The job's row; a job whose process is gone without finishing is reported failed."""
-    found = job_rows.job(db, job_id)
+    found = job_queue.job(db, job_id)
     return _checked(found) if found is not None else None
 
 
 def recent(db: Store, limit: int = 20) -> list[dict]:
     """The newest jobs, as ``job_state`` reports them."""
-    return [_checked(found) for found in job_rows.recent_jobs(db, limit)]
+    return [_checked(found) for found in job_queue.recent_jobs(db, limit)]
 
 
 def _checked(found: dict) -> dict:

@@ -66,10 +66,8 @@ from datetime import datetime, timedelta
 from rumble import fields
 from rumble.ratings import melee_step, weng_lin, xonstat
 from rumble.ratings.online import Field, seconds
-from rumble.store import Store, format_time, write
-from rumble.store import melee as rows
-from rumble.store import ratings as rating_rows
-from rumble.store.melee import MeleeBattle, MeleeRating, PairRow
+from rumble.store import Store, format_time, melee_battles, rating_rows, write
+from rumble.store.melee_battles import MeleeBattle, MeleeRating, PairRow
 
 WINDOW_MS = 1_000
 TIMEOUT_S = 300  # the client uploads a battle's pairs within seconds; a retry comes an iteration later
@@ -82,19 +80,19 @@ def add_pair(db: Store, rumble_id: int, pair: PairRow, field: Field, ratings: bo
     its pairings already holding this pair; a closed battle's bots are rated in it once each, and
     their rows of the ratings table written unless ``ratings`` is False (a rebuild writes them all)."""
     rated = _timeouts(db, rumble_id, pair.received_at, pair.id, field, ratings)
-    target = next((b.id for b in rows.open_battles(db, rumble_id, pair.uploader) if _fits(db, b, pair)), None)
+    target = next((b.id for b in melee_battles.open_battles(db, rumble_id, pair.uploader) if _fits(db, b, pair)), None)
     if target is None:
         late = [
             b
-            for b in rows.rated_battles_near(db, rumble_id, pair.uploader, pair.client_time, WINDOW_MS)
+            for b in melee_battles.rated_battles_near(db, rumble_id, pair.uploader, pair.client_time, WINDOW_MS)
             if _fits(db, b, pair)
         ]
         if late:
-            rows.add_pair(db, late[0].id, pair, late=True)
+            melee_battles.add_pair(db, late[0].id, pair, late=True)
             return rated
         target = pair.id
-        rows.create_battle(db, target, rumble_id, pair.uploader, pair.client_time, pair.received_at)
-    rows.add_pair(db, target, pair, late=False)
+        melee_battles.create_battle(db, target, rumble_id, pair.uploader, pair.client_time, pair.received_at)
+    melee_battles.add_pair(db, target, pair, late=False)
     if _complete(db, target):
         rated.append(_close(db, rumble_id, target, "complete", pair.id, field, ratings))
     elif _prioritized_complete(db, target):
@@ -108,7 +106,7 @@ def _timeouts(
     """Close and rate, oldest first, the open battles whose last pair came ``TIMEOUT_S`` before ``now``."""
     return [
         _close(db, rumble_id, melee_id, "timeout", after_battle_id, field, ratings)
-        for melee_id in rows.stale_battles(db, rumble_id, _cutoff(now))
+        for melee_id in melee_battles.stale_battles(db, rumble_id, _cutoff(now))
     ]
 
 
@@ -120,10 +118,10 @@ def sweep(db: Store, rumble_id: int, now: str) -> list[int]:
     workers watch to catch their copies up (rumble.fields), so it bumps the rumble's generation:
     they reload the rumble at their next write (rare: a battle normally closes when complete, or
     at the next upload to its rumble)."""
-    if not rows.stale_battles(db, rumble_id, _cutoff(now)):
+    if not melee_battles.stale_battles(db, rumble_id, _cutoff(now)):
         return []
     copy = fields.current(db, rumble_id)
-    rated = _timeouts(db, rumble_id, now, rows.record_sweep(db, rumble_id, now), copy.field)
+    rated = _timeouts(db, rumble_id, now, melee_battles.record_sweep(db, rumble_id, now), copy.field)
     rating_rows.bump_generation(db, rumble_id)
     copy.seen = rating_rows.version(db, rumble_id)  # this worker's copy holds the new ratings already
     return rated
@@ -132,7 +130,7 @@ def sweep(db: Store, rumble_id: int, now: str) -> list[int]:
 def sweep_all(db: Store, now: str) -> int:
     """``sweep`` every melee rumble, one transaction each; returns the battles rated."""
     rated = 0
-    for rumble_id in rows.melee_rumbles(db):
+    for rumble_id in melee_battles.melee_rumbles(db):
         with write(db):
             rated += len(sweep(db, rumble_id, now))
     return rated
@@ -146,9 +144,9 @@ def _fits(db: Store, battle: MeleeBattle, pair: PairRow) -> bool:
     """True if ``pair`` can be a pair of ``battle``: close in client time, new to it, its bots' figures consistent."""
     if max(battle.last_time, pair.client_time) - min(battle.first_time, pair.client_time) > WINDOW_MS:
         return False
-    if frozenset((pair.first_id, pair.second_id)) in rows.pairs_of(db, battle.id):
+    if frozenset((pair.first_id, pair.second_id)) in melee_battles.pairs_of(db, battle.id):
         return False
-    known = rows.entries(db, battle.id)
+    known = melee_battles.entries(db, battle.id)
     return all(
         known.get(bot, figures) == figures
         for bot, figures in ((pair.first_id, pair.first), (pair.second_id, pair.second))
@@ -156,8 +154,8 @@ def _fits(db: Store, battle: MeleeBattle, pair: PairRow) -> bool:
 
 
 def _complete(db: Store, melee_id: int) -> bool:
-    n = len(rows.entries(db, melee_id))
-    return n == STOCK_MELEE_BOTS and len(rows.pairs_of(db, melee_id)) == n * (n - 1) // 2
+    n = len(melee_battles.entries(db, melee_id))
+    return n == STOCK_MELEE_BOTS and len(melee_battles.pairs_of(db, melee_id)) == n * (n - 1) // 2
 
 
 def _prioritized_complete(db: Store, melee_id: int) -> bool:
@@ -167,8 +165,8 @@ def _prioritized_complete(db: Store, melee_id: int) -> bool:
     so its first 17 pairs are exactly the two best bots' pairs, and such a battle is left to
     complete (or time out). A prioritized battle whose two chosen bots finished first and second is
     therefore still rated on the timeout, as every division copy is."""
-    figures = rows.entries(db, melee_id)
-    pairs = rows.pairs_of(db, melee_id)
+    figures = melee_battles.entries(db, melee_id)
+    pairs = melee_battles.pairs_of(db, melee_id)
     n = len(figures)
     if n != STOCK_MELEE_BOTS or len(pairs) != 2 * n - 3:
         return False
@@ -188,19 +186,19 @@ def _close(
 ) -> int:
     """Rate a battle with every bot seen in its pairs, and mark it rated: Weng-Lin and the per-battle
     XonStat Elo, and one step of every 1v1 rating in ``field`` (rumble.ratings.melee_step)."""
-    rows.close_battle(db, melee_id, closed_by, after_battle_id)
-    bots = rows.entries(db, melee_id)  # in bot-id order
+    melee_battles.close_battle(db, melee_id, closed_by, after_battle_id)
+    bots = melee_battles.entries(db, melee_id)  # in bot-id order
     ids = list(bots)
     scores = [bots[bot][0] for bot in ids]
-    now = seconds(rows.battle_time(db, melee_id))
-    known = rows.ratings_of(db, rumble_id, ids)
+    now = seconds(melee_battles.battle_time(db, melee_id))
+    known = melee_battles.ratings_of(db, rumble_id, ids)
     before = [known.get(bot) or MeleeRating(weng_lin.MU, weng_lin.SIGMA, float("nan"), 0, xonstat.START) for bot in ids]
     entered, skills = weng_lin.rate_battle(
         [weng_lin.Skill(r.mu, r.sigma, r.rated_at, r.battles) for r in before], scores, now
     )
     elo = xonstat.update_melee([r.xonstat for r in before], [r.battles for r in before], scores)
     ranks = weng_lin.ranks(scores)
-    rows.put_entry_ratings(
+    melee_battles.put_entry_ratings(
         db,
         melee_id,
         [
@@ -208,7 +206,7 @@ def _close(
             for bot, rank, old, sigma, new, x in zip(ids, ranks, before, entered, skills, elo)
         ],
     )
-    rows.put_ratings(
+    melee_battles.put_ratings(
         db,
         rumble_id,
         [(bot, MeleeRating(new.mu, new.sigma, new.rated_at, new.battles, x)) for bot, new, x in zip(ids, skills, elo)],
@@ -221,7 +219,7 @@ def _close(
 
 def apply_logged(db: Store, rumble_id: int, battle_id: int, field: Field) -> list[int]:
     """``add_pair`` for a battle just appended to the log (the upload path)."""
-    return add_pair(db, rumble_id, rows.pair_row(db, battle_id), field)
+    return add_pair(db, rumble_id, melee_battles.pair_row(db, battle_id), field)
 
 
 class Replay:
@@ -234,7 +232,7 @@ class Replay:
 
     def __init__(self, db: Store, rumble_id: int, field: Field):
         self.db, self.rumble_id, self.field = db, rumble_id, field
-        rows.clear_rumble(db, rumble_id)
+        melee_battles.clear_rumble(db, rumble_id)
         self.sweep_id = 0  # the last sweep replayed
         self.sweeps: list[tuple[int, int, str]] = []
         self.done = self.rated = 0
@@ -242,9 +240,9 @@ class Replay:
 
     def begin(self, after: int, up_to: int, states: tuple[str, ...]) -> None:
         """Go on with the pairs logged in (after, up_to] in ``states`` and the sweeps recorded since the last one replayed."""
-        self.sweeps = rows.sweeps_in_order(self.db, self.rumble_id, self.sweep_id)
+        self.sweeps = melee_battles.sweeps_in_order(self.db, self.rumble_id, self.sweep_id)
         self.done = 0
-        self.pairs = rows.iter_pairs(self.db, self.rumble_id, after=after, up_to=up_to, states=states)
+        self.pairs = melee_battles.iter_pairs(self.db, self.rumble_id, after=after, up_to=up_to, states=states)
 
     def before_pair(self, battle_id: int) -> None:
         while self.done < len(self.sweeps) and self.sweeps[self.done][1] < battle_id:

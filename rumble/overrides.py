@@ -18,8 +18,7 @@ from typing import Any
 
 from rumble.parameters import ParameterError, whole_number
 from rumble.protocol.games import ConfigError, RumbleSettings, field_size
-from rumble.store import Store
-from rumble.store import overrides as rows
+from rumble.store import Store, admin_settings
 
 SERVER = "server"
 RUMBLE_KEYS = ("rounds", "field", "melee", "teams")
@@ -51,7 +50,7 @@ class Effective:
 
 
 def load(db: Store) -> Effective:
-    return Effective(rows.all_overrides(db))
+    return Effective(admin_settings.all_overrides(db))
 
 
 def parse_clients(text: str) -> tuple[str, ...]:
@@ -90,9 +89,9 @@ def parse_rumble_value(key: str, text: str) -> Any:
 def set_clients(db: Store, versions: tuple[str, ...] | None, now: str, who: str) -> None:
     """Store the whitelist, or drop the stored one with None (caller's transaction, audited by the caller)."""
     if versions is None:
-        rows.drop_override(db, SERVER, "ACCEPTED_CLIENTS")
+        admin_settings.drop_override(db, SERVER, "ACCEPTED_CLIENTS")
     else:
-        rows.put_override(db, SERVER, "ACCEPTED_CLIENTS", list(versions), now, who)
+        admin_settings.put_override(db, SERVER, "ACCEPTED_CLIENTS", list(versions), now, who)
 
 
 def set_rumble(db: Store, base: RumbleSettings, key: str, value: Any, now: str, who: str) -> RumbleSettings:
@@ -101,17 +100,17 @@ def set_rumble(db: Store, base: RumbleSettings, key: str, value: Any, now: str, 
         raise SettingError(f"no rumble setting {key!r}; one of {', '.join(RUMBLE_KEYS)}")
     current = load(db).rumble(base)
     target = getattr(base, key) if value is None else value
-    if key in FROZEN_ONCE_LOGGED and target != getattr(current, key) and rows.logged_battles(db, base.name):
+    if key in FROZEN_ONCE_LOGGED and target != getattr(current, key) and admin_settings.logged_battles(db, base.name):
         raise SettingError(
             f"{base.name} already has battles in its log, and its tables are computed with its {key}; "
             f"start a new rumble instead"
         )
     if value is None:
-        rows.drop_override(db, base.name, key)
+        admin_settings.drop_override(db, base.name, key)
     else:
-        rows.put_override(db, base.name, key, value, now, who)
+        admin_settings.put_override(db, base.name, key, value, now, who)
     updated = load(db).rumble(base)
-    rows.set_rumble_row(db, updated.name, updated.rounds, updated.field, updated.melee, updated.teams)
+    admin_settings.set_rumble_row(db, updated.name, updated.rounds, updated.field, updated.melee, updated.teams)
     return updated
 
 
@@ -119,4 +118,6 @@ def apply_to_rumble_rows(db: Store, rumbles: dict[str, RumbleSettings]) -> None:
     """After the rumbles file was synced into the rumbles table, put the stored values back over it."""
     effective = load(db)
     for settings in effective.rumbles(rumbles).values():
-        rows.set_rumble_row(db, settings.name, settings.rounds, settings.field, settings.melee, settings.teams)
+        admin_settings.set_rumble_row(
+            db, settings.name, settings.rounds, settings.field, settings.melee, settings.teams
+        )

@@ -22,11 +22,7 @@ from rumble.ingest import battle_shares, rate, record_pairings
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing
 from rumble.ratings.online import Field
-from rumble.store import Store, bots, pairings, utc_now
-from rumble.store import battles as battle_log
-from rumble.store import melee as melee_rows
-from rumble.store import priority as queue
-from rumble.store import ratings as rating_rows
+from rumble.store import Store, battle_log, bots, melee_battles, pairings, priority_queue, rating_rows, utc_now
 from rumble.store.rumbles import by_survival
 from rumble.store.rumbles import rumble_id as find_rumble_id
 
@@ -75,7 +71,7 @@ def start(db: Store, game: str, rounds: int, moved: frozenset[int] = frozenset()
     )  # twinduel: rounds won
     add_participants(db, replay)
     # A melee rumble rates whole battles, as they close, in log order with the recorded sweeps
-    if melee_rows.is_melee(db, rumble_id):
+    if melee_battles.is_melee(db, rumble_id):
         replay.whole_battles = melee.Replay(db, rumble_id, replay.field)
     return replay
 
@@ -157,7 +153,7 @@ def rebuild_rumble(
 
 def _write(db: Store, rumble_id: int, state: dict[tuple[int, int], Pairing], field: Field, min_battles: int) -> None:
     """Replace the rumble's pairings, summaries and ratings with the replayed ones."""
-    held = queue.held_pairs(db, rumble_id)  # queued or recently handed out: kept out of the index
+    held = priority_queue.held_pairs(db, rumble_id)  # queued or recently handed out: kept out of the index
     by_bot: dict[int, list[tuple[int, Pairing]]] = {}  # each bot's pairings, then sorted by opponent:
     for (a, b), p in state.items():  # much cheaper than sorting a million (a, b) keys
         by_bot.setdefault(a, []).append((b, p))

@@ -42,7 +42,7 @@ from functools import partial
 from gunicorn import http
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
-from rumble import settings as settings_module
+from rumble import settings
 
 TICK_SECONDS = 0.2  # how often overdue reads are looked for: a deadline is kept to within this
 READ_AHEAD_BYTES = 65536  # a request up to this size is read whole before it gets a thread (an upload is ~250 bytes)
@@ -132,7 +132,7 @@ class DeadlineThreadWorker(ThreadWorker):
     """gunicorn's gthread worker with read deadlines, an idle limit on new connections and a send timeout."""
 
     def init_process(self) -> None:
-        values = settings_module.load()
+        values = settings.load()
         self.read_timeout = float(values["READ_TIMEOUT_SECONDS"])
         self.send_timeout = float(values["SEND_TIMEOUT_SECONDS"])
         if self.read_timeout <= 0 or self.send_timeout <= 0:

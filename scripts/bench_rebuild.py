@@ -35,7 +35,7 @@ from rumble import settings, store  # noqa: E402
 from rumble.app import prepare_database  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
 from rumble.rebuild import rebuild_rumble  # noqa: E402
-from rumble.store import battles as battle_log  # noqa: E402
+from rumble.store import battle_log  # noqa: E402
 from rumble.store.rumbles import rumble_id  # noqa: E402
 
 TARGET = 20_000  # battles/s

@@ -3,7 +3,7 @@
 1. Builds (or reuses from the cache) a roborumble of 1,200 bots with every pairing played: the
    1,194 bots of the 2023 LiteRumble snapshot, plus synthesized ones at APS 50. Battle scores are
    sampled around a Bradley-Terry model fitted so that each bot's APS comes out near its real APS;
-   the battles go into the log through ``rumble.store.battles.append_battle`` and the pairings and
+   the battles go into the log through ``rumble.store.battle_log.append_battle`` and the pairings and
    summaries are computed by ``rumble.rebuild.rebuild_rumble``, in one transaction.
 2. Starts the real server (``python -m rumble serve``) on a copy of that database.
 3. Drives it over loopback with concurrent client processes that send the real client's upload
@@ -42,8 +42,7 @@ from rumble.app import prepare_database
 from rumble.battle import Battle, Side
 from rumble.protocol.games import RumbleSettings, load_rumbles
 from rumble.protocol.upload import format_upload
-from rumble.store import battles as battle_log
-from rumble.store import bots, tables
+from rumble.store import battle_log, bots, tables
 from rumble.store.migrations import migration_files
 from rumble.store.rumbles import rumble_id
 

@@ -504,7 +504,7 @@ def database_ladder(path: Path) -> tuple[Ladder, int]:
     """The roborumble bots of an existing database as a ladder of equal strengths, and its battles."""
     from rumble import store
     from rumble.store import bots
-    from rumble.store.battles import count_battles
+    from rumble.store.battle_log import count_battles
     from rumble.store.rumbles import rumble_id
 
     db = store.connect(path, migrate=False)

@@ -32,12 +32,12 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "client.uploaded_results": (),  # its fields are the raw body's (FIELDS), swept on their own
     "client.ratings_file": ("version", "game"),
     "client.remove_old_participant": ("version", "game", "name", "dummy"),
-    "pages.bot_details": ("game", "name", "order", "api"),
-    "pages.pairing": ("game", "bot", "vs", "api"),
-    "pages.bot_compare": ("game", "bota", "botb", "order", "api"),
-    "pages.scores_plot": ("game", "name", "api"),  # api: the errors' form (JSON or text), as on the bot pages
-    "pages.history_plot": ("game", "name", "api"),
-    "pages.uploads_plot": ("game", "api"),
+    "bot_pages.bot_details": ("game", "name", "order", "api"),
+    "bot_pages.pairing": ("game", "bot", "vs", "api"),
+    "bot_pages.bot_compare": ("game", "bota", "botb", "order", "api"),
+    "plots.scores_plot": ("game", "name", "api"),  # api: the errors' form (JSON or text), as on the bot pages
+    "plots.history_plot": ("game", "name", "api"),
+    "plots.uploads_plot": ("game", "api"),
     "pages.home": ("api",),
     "pages.rankings": ("game", "order", "limit", "page", "api"),
     "pages.alternative_rankings": ("game", "api"),

@@ -15,9 +15,9 @@ from rumble.battle import Battle, Side
 from rumble.clock import Clock
 from rumble.protocol.replies import UploadOutcome
 from rumble.protocol.upload import format_upload
-from rumble.store import admin as admin_store
+from rumble.store import maintainers
 from rumble.web import close_thread_db
-from rumble.web.upload_stats import upload_decided
+from rumble.web.upload_counter import upload_decided
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -169,7 +169,7 @@ def maintainer_token(app, name: str = "alice") -> str:
     db = store.connect(app.config["RUMBLE"]["DB"])
     token = new_token()
     with store.write(db):
-        admin_store.add_maintainer(db, name, token_id(token), hash_token(token), store.utc_now())
+        maintainers.add_maintainer(db, name, token_id(token), hash_token(token), store.utc_now())
     db.close()
     return token
 
@@ -177,6 +177,6 @@ def maintainer_token(app, name: str = "alice") -> str:
 def audit_rows(app) -> list[dict]:
     """The app's audit log, newest first."""
     db = store.connect(app.config["RUMBLE"]["DB"])
-    rows = admin_store.audit_rows(db)
+    rows = maintainers.audit_rows(db)
     db.close()
     return rows

@@ -16,7 +16,7 @@ from rumble.app import create_app
 from rumble.cli import cli
 from rumble.protocol.games import load_rumbles
 from rumble.rebuild import rebuild_rumble
-from rumble.store import admin as admin_store
+from rumble.store import maintainers
 from rumble.store.tables import snapshot
 
 ADMIN_URLS = [
@@ -310,7 +310,7 @@ def test_create_token_list_and_revoke_on_the_command_line(app, client):
 def test_the_audit_log_is_append_only(app):
     db = store.connect(app.config["RUMBLE"]["DB"])
     with store.write(db):
-        admin_store.audit(db, "alice", "test", {}, 0, store.utc_now())
+        maintainers.audit(db, "alice", "test", {}, 0, store.utc_now())
     import sqlite3
 
     for sql in ("DELETE FROM audit_log", "UPDATE audit_log SET who = 'mallory'"):
@@ -343,7 +343,7 @@ def test_every_admin_command_refuses_without_a_token_once_a_maintainer_exists(ap
     }
     assert set(arguments) == {f"admin {name}" for name in admin_group.commands} | {"backup", "restore"}
     conn = store.connect(db)
-    before = snapshot(conn), conn.execute("SELECT count(*) FROM audit_log").fetchone()[0], admin_store.maintainers(conn)
+    before = snapshot(conn), conn.execute("SELECT count(*) FROM audit_log").fetchone()[0], maintainers.maintainers(conn)
     conn.close()
     for command, args in arguments.items():
         for env in ({"RUMBLE_ADMIN_TOKEN": ""}, {"RUMBLE_ADMIN_TOKEN": "wrong"}):
@@ -355,7 +355,7 @@ def test_every_admin_command_refuses_without_a_token_once_a_maintainer_exists(ap
     assert (
         snapshot(conn),
         conn.execute("SELECT count(*) FROM audit_log").fetchone()[0],
-        admin_store.maintainers(conn),
+        maintainers.maintainers(conn),
     ) == before
     assert conn.execute("SELECT count(*) FROM battles WHERE state != 'ok'").fetchone()[0] == 0
     conn.close()

@@ -16,7 +16,7 @@ from conftest import audit_rows, battle, maintainer_token
 from rumble import store
 from rumble.admin_tokens import hash_token, new_token, token_id
 from rumble.cli import cli
-from rumble.store.admin import add_maintainer
+from rumble.store.maintainers import add_maintainer
 from rumble.store.migrations import MIGRATIONS_DIR, migrate
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}

@@ -100,3 +100,43 @@ def test_the_cycle_check_sees_imports_inside_functions(tmp_path, monkeypatch):
     graph = nx.DiGraph((a, b) for a, b, _ in found)
     graph.add_edge("rumble.ratings.online", "rumble.cli")  # as if online imported the CLI back
     assert any(len(c) > 1 for c in nx.strongly_connected_components(graph))
+
+
+def test_no_module_name_is_used_in_two_packages():
+    """A module's name tells its layer: store.melee_battles beside melee, never two modules called
+    melee that every importer must alias apart."""
+    from collections import defaultdict
+    from pathlib import Path
+
+    root = Path(rumble.__file__).parent
+    where = defaultdict(list)
+    for path in root.rglob("*.py"):
+        if path.name not in ("__init__.py", "__main__.py"):
+            where[path.stem].append(str(path.parent.relative_to(root.parent)))
+    assert {name: places for name, places in where.items() if len(places) > 1} == {}
+
+
+def test_rumble_modules_are_imported_under_their_own_names():
+    """No `from rumble.store import x as y`: with unique module names an alias only hides which
+    module a call goes to."""
+    import ast
+    from pathlib import Path
+
+    root = Path(rumble.__file__).parent
+    modules, _ = _imports()
+    aliased = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rumble"):
+                aliased += [
+                    f"{path.relative_to(root.parent)}: {node.module}.{a.name} as {a.asname}"
+                    for a in node.names
+                    if a.asname and f"{node.module}.{a.name}" in modules
+                ]
+    assert aliased == []
+
+
+def test_the_command_line_does_not_import_the_web_layer():
+    _, found = _imports()
+    cli = ("rumble.cli", "rumble.cli_admin", "rumble.cli_support")
+    assert [(a, b) for a, b, _ in found if a in cli and b.startswith("rumble.web")] == []

@@ -15,7 +15,7 @@ from rumble.cli import cli
 from rumble.protocol.games import load_rumbles
 from rumble.rebuild import rebuild_rumble
 from rumble.store import backup as backup_store
-from rumble.store.battles import count_battles
+from rumble.store.battle_log import count_battles
 from rumble.store.migrations import MIGRATIONS_DIR, applied, migrate
 from rumble.store.tables import snapshot
 

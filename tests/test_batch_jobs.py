@@ -13,8 +13,8 @@ from rumble import jobs, store
 from rumble.protocol.replies import Kind
 from rumble.rankings import knnpbi
 from rumble.rankings.batch import METHODS
-from rumble.store import batch as batch_store
-from rumble.store.ratings import bump_generation
+from rumble.store import batch_runs
+from rumble.store.rating_rows import bump_generation
 from rumble.store.rumbles import rumble_id
 
 WAIT_S = 20  # bound on waiting for the scheduler thread; a run of 20 bots takes well under a second
@@ -38,7 +38,7 @@ def retire(client, name: str) -> None:
 
 
 def test_matrix_holds_each_pairing_aps_of_the_active_bots_in_id_order(db):
-    m = batch_store.read_matrix(db, rid(db))
+    m = batch_runs.read_matrix(db, rid(db))
     assert m.ids.tolist() == sorted(m.ids.tolist()) and len(m.names) == 20
     assert np.isnan(np.diag(m.d)).all() and np.isfinite(m.d[~np.eye(20, dtype=bool)]).all()
     index = {bot: i for i, bot in enumerate(m.ids.tolist())}
@@ -48,13 +48,13 @@ def test_matrix_holds_each_pairing_aps_of_the_active_bots_in_id_order(db):
 
 def test_matrix_leaves_out_retired_bots(db, client):
     retire(client, "sample.Walls_0.9b")
-    m = batch_store.read_matrix(db, rid(db))
+    m = batch_runs.read_matrix(db, rid(db))
     assert len(m.names) == 19 and "sample.Walls 0.9b" not in m.names and m.d.shape == (19, 19)
 
 
 def test_a_run_stores_every_method_with_its_time_and_battles_seen(db):
     report = jobs.run_rumble(db, "roborumble", source=jobs.SCHEDULED)
-    [run] = batch_store.runs(db, rid(db))
+    [run] = batch_runs.runs(db, rid(db))
     assert run["id"] == report.run_id and run["source"] == "schedule" and run["bots"] == 20 and run["battles"] == 250
     assert run["methods"] == [*METHODS, "knnpbi"] and run["failures"] == [] and run["finished_at"] >= run["started_at"]
     ranks = db.execute("SELECT method, count(*) FROM batch_ranks GROUP BY method").fetchall()
@@ -63,8 +63,8 @@ def test_a_run_stores_every_method_with_its_time_and_battles_seen(db):
 
 def test_stored_pairing_values_are_the_runs_knnpbi_and_npp(db):
     jobs.run_rumble(db, "roborumble")
-    m = batch_store.read_matrix(db, rid(db))
-    values = batch_store.pairing_values(db, rid(db), int(m.ids[0]))
+    m = batch_runs.read_matrix(db, rid(db))
+    values = batch_runs.pairing_values(db, rid(db), int(m.ids[0]))
     expected = knnpbi.knnpbi(m.d)[0]
     assert len(values) == 19
     for j, name in enumerate(m.names[1:], start=1):
@@ -75,21 +75,21 @@ def test_stored_pairing_values_are_the_runs_knnpbi_and_npp(db):
 def test_a_one_method_run_replaces_only_that_methods_ranks(db):
     first = jobs.run_rumble(db, "roborumble").run_id
     second = jobs.run_rumble(db, "roborumble", ("schulze",)).run_id
-    page = batch_store.alternative_rankings(db, rid(db), tuple(METHODS))
+    page = batch_runs.alternative_rankings(db, rid(db), tuple(METHODS))
     assert page["method_runs"]["schulze"] == page["method_runs"]["aps"] == second
     assert page["method_runs"]["borda"] == first and [run["id"] for run in page["runs"]] == [second, first]
 
 
 def test_only_rumbles_with_battles_are_stale_and_a_run_makes_them_current(db):
-    assert batch_store.stale_rumbles(db, jobs.COMPLETE) == ["roborumble"]
+    assert batch_runs.stale_rumbles(db, jobs.COMPLETE) == ["roborumble"]
     jobs.run_rumble(db, "roborumble")
-    assert batch_store.stale_rumbles(db, jobs.COMPLETE) == []
+    assert batch_runs.stale_rumbles(db, jobs.COMPLETE) == []
     assert jobs.run_stale(db) == []
 
 
 def test_a_one_method_run_does_not_make_a_rumble_current(db):
     jobs.run_rumble(db, "roborumble", ("borda",))
-    assert batch_store.stale_rumbles(db, jobs.COMPLETE) == ["roborumble"]
+    assert batch_runs.stale_rumbles(db, jobs.COMPLETE) == ["roborumble"]
 
 
 def _upload(client, db):
@@ -114,9 +114,9 @@ def _body() -> str:
 def test_a_change_to_the_log_makes_the_rumble_stale(db, client, change):
     jobs.run_rumble(db, "roborumble")
     change(client, db)
-    assert batch_store.stale_rumbles(db, jobs.COMPLETE) == ["roborumble"]
+    assert batch_runs.stale_rumbles(db, jobs.COMPLETE) == ["roborumble"]
     [report] = jobs.run_stale(db)
-    assert report.game == "roborumble" and batch_store.stale_rumbles(db, jobs.COMPLETE) == []
+    assert report.game == "roborumble" and batch_runs.stale_rumbles(db, jobs.COMPLETE) == []
 
 
 def _in_transaction(db, action) -> None:
@@ -130,8 +130,8 @@ def test_a_method_that_fails_is_recorded_and_the_others_are_stored(app, upload):
     assert upload(battle("a.C 1", "a.D 1")).kind is Kind.ACCEPTED
     db = store.connect(app.config["RUMBLE"]["DB"])
     report = jobs.run_rumble(db, "roborumble")
-    [run] = batch_store.runs(db, rid(db))
-    stale = batch_store.stale_rumbles(db, jobs.COMPLETE)
+    [run] = batch_runs.runs(db, rid(db))
+    stale = batch_runs.stale_rumbles(db, jobs.COMPLETE)
     db.close()
     assert list(report.ranked.failures) == ["batch_elo"] and "never met" in run["failures"][0]
     assert "batch_elo" not in report.ranked.ranks and "schulze" in report.ranked.ranks
@@ -185,11 +185,11 @@ def test_a_scheduled_run_shows_on_the_alternative_rankings_page(db, app, client)
     schedule = jobs.start_scheduler(settings, election_seconds=0.05)  # elects at once, then runs at once
     try:
         deadline = time.monotonic() + WAIT_S
-        while not batch_store.runs(db, rid(db)) and time.monotonic() < deadline:
+        while not batch_runs.runs(db, rid(db)) and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         schedule.shutdown(wait=True)
-    [run] = batch_store.runs(db, rid(db))
+    [run] = batch_runs.runs(db, rid(db))
     assert run["source"] == "schedule"
     page = client.get("/AlternativeRankings?game=roborumble").get_data(as_text=True)
     assert f"Run {run['id']} (schedule): finished {run['finished_at']} UTC, 20 bots ranked" in page
@@ -210,7 +210,7 @@ def test_batch_elo_is_fitted_to_pairing_win_rates_not_aps(app, upload):
         for k in range(2):
             assert upload(battle("a.C 1", other, scores=(4000, 4000), firsts=(17 + k, 17))).kind is Kind.ACCEPTED
     db = store.connect(app.config["RUMBLE"]["DB"])
-    matrix = batch_store.read_matrix(db, rid(db))
+    matrix = batch_runs.read_matrix(db, rid(db))
     report = jobs.run_rumble(db, "roborumble", ("batch_elo",))
     db.close()
     assert matrix.names == ["a.A 1", "a.B 1", "a.C 1"]

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from rumble import store
 from rumble.cli import RANK_METHODS, cli
 from rumble.rankings.batch import METHODS
-from rumble.store import batch as batch_store
+from rumble.store import batch_runs
 from rumble.store.rumbles import rumble_id
 
 # Wikipedia, "Schulze method", Example: d[X, Y] = voters preferring X to Y, rows and columns A..E
@@ -152,7 +152,7 @@ def test_rank_all_of_a_rumble_stores_the_run_and_prints_every_active_bot(demo_db
     assert "stored as batch run 1: 20 bots, 300 battles" in result.stderr
     db = store.connect(demo_db)
     rid = rumble_id(db, "roborumble")
-    page = batch_store.alternative_rankings(db, rid, tuple(METHODS))
+    page = batch_runs.alternative_rankings(db, rid, tuple(METHODS))
     active = {name for (name,) in db.execute("SELECT b.full_name FROM participants p JOIN bots b ON b.id = p.bot_id")}
     db.close()
     assert page["methods"] == list(METHODS) and page["runs"][0]["battles"] == 300

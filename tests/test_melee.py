@@ -21,8 +21,8 @@ from rumble.ingest import apply_battle
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
 from rumble.rebuild import rebuild_rumble
-from rumble.store import melee as melee_rows
-from rumble.store.integrity import set_state_of
+from rumble.store import melee_battles
+from rumble.store.battle_states import set_state_of
 from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot
 
@@ -276,10 +276,10 @@ def test_a_sweep_rates_a_battle_nothing_follows_and_is_replayed(db, app):
     last = db.execute("SELECT max(id) FROM battles").fetchone()[0]
     assert db.execute("SELECT after_battle_id, swept_at FROM melee_sweeps").fetchall() == [(last, at(melee.TIMEOUT_S))]
     send(db, stamped(melee_pairs(random_scores(rng), T0 + 900_000)[:3], 900))
-    online = melee_rows.dump(db, rid)
+    online = melee_battles.dump(db, rid)
     with store.write(db):
         rebuild_rumble(db, "meleerumble", 35, min_battles=3)
-    assert melee_rows.dump(db, rid) == online
+    assert melee_battles.dump(db, rid) == online
     assert_ratings(
         melee_ratings(db), expected_ratings([scores]) | {n: v for n, v in melee_ratings(db).items() if n not in scores}
     )
@@ -360,7 +360,7 @@ def _melee_session(db, rng: random.Random) -> None:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_rebuild_equals_online_bit_for_bit(db, seed):
     _melee_session(db, random.Random(seed))
-    online = {game: melee_rows.dump(db, rumble_id(db, game)) for game in ("meleerumble", "minimeleerumble")}
+    online = {game: melee_battles.dump(db, rumble_id(db, game)) for game in ("meleerumble", "minimeleerumble")}
     tables = snapshot(db)
     states = [b["closed_by"] for game in online for b in battles_of(db, game)]
     assert {"complete", "prioritized", "timeout", None} <= set(states)  # every way a battle ends (or waits) occurred
@@ -370,7 +370,7 @@ def test_rebuild_equals_online_bit_for_bit(db, seed):
     with store.write(db):
         for game in ("meleerumble", "minimeleerumble"):
             rebuild_rumble(db, game, rumbles[game].rounds, min_battles=3)
-    assert {game: melee_rows.dump(db, rumble_id(db, game)) for game in online} == online
+    assert {game: melee_battles.dump(db, rumble_id(db, game)) for game in online} == online
     assert snapshot(db) == tables
 
 
@@ -485,7 +485,7 @@ def test_a_rebuild_or_rollback_computed_aside_equals_a_blocking_one_with_pairs_a
         len(calls) >= 2 and job_db.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] == 0
     )  # shadow dropped
     job_db.close()
-    swapped = (melee_rows.dump(db, rid), snapshot(db, rid))
+    swapped = (melee_battles.dump(db, rid), snapshot(db, rid))
     with store.write(db):
         rebuild_rumble(db, "meleerumble", 35, min_battles=3)
-    assert (melee_rows.dump(db, rid), snapshot(db, rid)) == swapped
+    assert (melee_battles.dump(db, rid), snapshot(db, rid)) == swapped

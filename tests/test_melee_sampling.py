@@ -31,7 +31,7 @@ from rumble.app import create_app
 from rumble.battle import Battle, Side
 from rumble.ingest import apply_battle
 from rumble.protocol.replies import Kind, UploadOutcome
-from rumble.store import melee as melee_store
+from rumble.store import melee_battles
 from rumble.web import client as client_views
 
 OLD = [f"old.Bot{i} 1.0" for i in range(24)]
@@ -148,7 +148,7 @@ def mean_over_seeds(tmp_path, monkeypatch, clock, extra_iterations: int = 0) -> 
 
 def test_without_the_remedy_the_new_bot_is_in_nearly_every_battle(tmp_path, monkeypatch, clock):
     monkeypatch.setattr(priority, "MELEE_SHARE", 1.0)  # no cap on a bot's share of a batch
-    monkeypatch.setattr(melee_store, "opens_battle", lambda db, battle_id: True)  # a priority line per pair
+    monkeypatch.setattr(melee_battles, "opens_battle", lambda db, battle_id: True)  # a priority line per pair
     found, _ = mean_over_seeds(tmp_path, monkeypatch, clock)
     assert found["share"] >= 0.75 and found["old_pairs"] >= CHANCE + 0.25, found
 

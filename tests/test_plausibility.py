@@ -17,7 +17,7 @@ from rumble.plausibility import max_score, min_firsts, suspicion
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
 from rumble.rebuild import rebuild_rumble
-from rumble.store import admin as admin_store
+from rumble.store import maintainers
 from rumble.store.tables import snapshot
 
 
@@ -82,7 +82,7 @@ def test_a_suspicious_upload_is_answered_ok_logged_flagged_and_not_counted_until
     )  # a retry
     token = new_token()
     with store.write(db):
-        admin_store.add_maintainer(db, "alice", token_id(token), hash_token(token), store.utc_now())
+        maintainers.add_maintainer(db, "alice", token_id(token), hash_token(token), store.utc_now())
     auth = {"Authorization": f"Bearer {token}"}
     listed = client.get("/admin/flagged", headers=auth).json
     assert [(b["id"], b["first"], b["first_firsts"], b["second_firsts"]) for b in listed] == [(2, "a.A 1", 5, 5)]

@@ -13,7 +13,7 @@ start (seed 004). Ratings are anchored so that their mean is ``mean`` (1500).
 Data: s_XY = d[X, Y]/100, the fraction of the pairing X took. For a rumble that is the pairing's
 win rate, as seed 004 says MN's system is "based on pairing win rates (i.e. # wins/battles for each
 pairing)": the battles X won (a drawn battle half) over the pairing's battles, counting one virtual
-drawn battle per pairing so that an undefeated bot keeps a finite rating (rumble.store.batch
+drawn battle per pairing so that an undefeated bot keeps a finite rating (rumble.store.batch_runs
 ``win_rates``, chosen by rumble.rankings.batch WIN_RATE_METHODS). Each present pairing counts once,
 as n_XY = s_XY + s_YX games (1 in a 1v1 rumble), whatever its number of battles.
 Log-likelihood ℓ = Σ s_XY·ln E(X, Y) over present pairings, maximised by Newton's method on

@@ -1,17 +1,17 @@
 """The queries behind the bot-details, pairing and comparison pages: one call per page, plain dicts out.
 
 Each page function reads in one snapshot (``store.read``) and returns everything the page and its
-JSON twin show; the figures come from the pure functions of ``rumble.rankings.details``.
+JSON twin show; the figures come from the pure functions of ``rumble.rankings.page_figures``.
 """
 
 from __future__ import annotations
 
 import math
 
-from rumble.rankings import details as figures
+from rumble.rankings import page_figures
 from rumble.rankings.scores import Pairing, battle_percent, survival_percent
 from rumble.store import Store, read
-from rumble.store.batch import pairing_values
+from rumble.store.batch_runs import pairing_values
 from rumble.store.rumbles import by_survival
 
 RATING_COLUMNS = ("elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volatility", "rank_points", "xonstat")
@@ -74,7 +74,7 @@ def _summary(db: Store, rumble_id: int, bot: int, now: float | None = None) -> d
     ).fetchone()
     summary = dict(zip(SUMMARY_COLUMNS, row[: len(SUMMARY_COLUMNS)]))
     ratings = dict(zip((*RATING_COLUMNS, "rated_at"), row[len(SUMMARY_COLUMNS) :]))
-    summary["ratings"] = figures.deviations_now(ratings, now) if ratings["elo"] is not None else None
+    summary["ratings"] = page_figures.deviations_now(ratings, now) if ratings["elo"] is not None else None
     summary["batch"] = {
         method: {"rank": rank, "score": score}
         for method, rank, score in db.execute(
@@ -86,7 +86,7 @@ def _summary(db: Store, rumble_id: int, bot: int, now: float | None = None) -> d
 
 
 def _pairings(db: Store, rumble_id: int, bot: int, elo: float | None) -> list[dict]:
-    """Every pairing of ``bot`` with the opponent's state, Elo and APS, and the pairing's figures."""
+    """Every pairing of ``bot`` with the opponent's state, Elo and APS, and the pairing's page_figures."""
     rows = db.execute(
         "SELECT o.full_name, p.active, x.battles, x.aps, x.aps_m2, x.survival, x.last_battle, g.elo, s.aps "
         "FROM pairings x JOIN bots o ON o.id = x.opponent_id "
@@ -109,7 +109,7 @@ def _pairings(db: Store, rumble_id: int, bot: int, elo: float | None) -> list[di
                 "survival": survival,
                 "battles": battles,
                 "last_battle": last[:19],
-                **figures.pairing_figures(pairing, elo, opponent_elo),
+                **page_figures.pairing_figures(pairing, elo, opponent_elo),
                 "knnpbi": knnpbi,
                 "npp": npp,
                 "opponent_aps": opponent_aps,
@@ -130,7 +130,7 @@ def bot_details(db: Store, rumble_id: int, name: str, order: str = "name", now: 
             return None
         summary = _summary(db, rumble_id, bot["id"], now)
         elo = summary["ratings"]["elo"] if summary["ratings"] else None
-        pairings = figures.sort_rows(_pairings(db, rumble_id, bot["id"], elo), order, PAIRING_ORDER)
+        pairings = page_figures.sort_rows(_pairings(db, rumble_id, bot["id"], elo), order, PAIRING_ORDER)
         versions = other_versions(db, rumble_id, bot["id"])
     return {
         "bot": {"name": bot["name"], "active": bot["active"]},
@@ -227,7 +227,7 @@ def _pairing_row(db: Store, rumble_id: int, a: int, b: int) -> dict | None:
         "aps": pairing.aps,
         "survival": pairing.survival,
         "last_battle": pairing.last_battle[:19],
-        "aps_ci": figures.pairing_figures(pairing, None, None)["aps_ci"],
+        "aps_ci": page_figures.pairing_figures(pairing, None, None)["aps_ci"],
     }
 
 
@@ -292,7 +292,7 @@ def bot_compare(
         )
         ratings = [_summary(db, rumble_id, bot["id"], now)["ratings"] for bot in (a, b)]
         head_to_head = _pairing_row(db, rumble_id, a["id"], b["id"])
-    interval = figures.paired_interval([row["diff"] for row in rows])
+    interval = page_figures.paired_interval([row["diff"] for row in rows])
     return {
         "bota": a["name"],
         "botb": b["name"],
@@ -305,13 +305,13 @@ def bot_compare(
             "mean": interval.mean,
             "low": interval.low,
             "high": interval.high,
-            "confidence": figures.CONFIDENCE,
+            "confidence": page_figures.CONFIDENCE,
             "method": "paired t-interval over the common opponents",
         },
-        "verdict": figures.verdict(a["name"], b["name"], interval),
-        "win_probability": figures.win_probabilities(*ratings),
+        "verdict": page_figures.verdict(a["name"], b["name"], interval),
+        "win_probability": page_figures.win_probabilities(*ratings),
         "head_to_head": head_to_head,
-        "rows": figures.sort_rows(rows, order, COMPARE_ORDER),
+        "rows": page_figures.sort_rows(rows, order, COMPARE_ORDER),
     }
 
 

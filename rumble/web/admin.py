@@ -13,10 +13,7 @@ from flask import Blueprint, current_app, g, jsonify, redirect, render_template,
 from flask.sessions import SecureCookieSessionInterface
 
 from rumble import ingest, integrity, maintenance_jobs, overrides, store
-from rumble.store import admin as admin_store
-from rumble.store import admin_auth as admin_auth_store
-from rumble.store import bots, removals, stats
-from rumble.store import integrity as battle_states
+from rumble.store import admin_sessions, battle_states, bots, maintainers, removals, stats
 from rumble.store.rumbles import rumble_id
 from rumble.web import admin_auth, get_db, now
 from rumble.web.admin_auth import admin_required, csrf_token
@@ -43,7 +40,7 @@ def init_app(app) -> None:
     """Give the app the database's secret key and the admin session's cookie settings."""
     db = store.connect(app.config["RUMBLE"]["DB"], migrate=False)
     try:
-        app.secret_key = admin_store.secret(db, "flask_secret_key")
+        app.secret_key = maintainers.secret(db, "flask_secret_key")
     finally:
         db.close()
     app.session_interface = AdminSessionInterface()
@@ -73,7 +70,7 @@ def logout():
 @admin_required
 def failures_page():
     """The newest failed logins, bad tokens and dead sessions (where from, when, what was tried), as JSON."""
-    return jsonify(admin_auth_store.recent_failures(get_db(), limit=500))
+    return jsonify(admin_sessions.recent_failures(get_db(), limit=500))
 
 
 @bp.get("")
@@ -82,10 +79,10 @@ def audit_page():
     """The audit log, newest first (``?api=1``: JSON)."""
     db = get_db()
     with store.read(db):
-        rows = admin_store.audit_rows(db)
+        rows = maintainers.audit_rows(db)
         flagged = battle_states.battles_in_state(db, "flagged")
         removal_requests = removals.recent(db)
-        failures = admin_auth_store.recent_failures(db)
+        failures = admin_sessions.recent_failures(db)
         retirements = stats.retirements(db, None, limit=50)
         stored = overrides.load(db)
         jobs = maintenance_jobs.recent(db)
@@ -152,8 +149,8 @@ def _participation(action: str, change):
             details["changed"] = False
         else:
             details["changed"] = change(db, rid, bot, store.format_time(now()), f"admin {action} by {g.admin}")
-            battles = admin_store.bot_battles(db, rid, bot) if details["changed"] else 0
-        admin_store.audit(db, g.admin, action, details, battles, store.format_time(now()))
+            battles = maintainers.bot_battles(db, rid, bot) if details["changed"] else 0
+        maintainers.audit(db, g.admin, action, details, battles, store.format_time(now()))
     if g.admin_via == "session":
         return redirect(url_for("admin.audit_page"), code=303)
     response = jsonify(
@@ -217,14 +214,14 @@ def _battle_action(action: str):
     except integrity.FilterError as problem:
         details.update(error=str(problem), criteria={k: v for k, v in text.items() if v})
         with store.write(db):
-            admin_store.audit(db, g.admin, action, details, 0, store.format_time(now()))
+            maintainers.audit(db, g.admin, action, details, 0, store.format_time(now()))
         return _done(action, 400, error=str(problem))
     with store.read(db):  # what it will move: the battles that match now (the job moves these, and no later ones)
         max_id = maintenance_jobs.newest_battle(db)
         counts = battle_states.count_matching(db, selection, integrity.TRANSITIONS[action][0], max_id)
     if dry_run:
         with store.write(db):
-            admin_store.audit(
+            maintainers.audit(
                 db,
                 g.admin,
                 action,
@@ -289,7 +286,7 @@ def rebuild():
     db = get_db()
     if game and game not in known:
         with store.write(db):
-            admin_store.audit(
+            maintainers.audit(
                 db,
                 g.admin,
                 "rebuild",
@@ -316,14 +313,14 @@ def batch():
     if game and game not in current_app.extensions["rumble.rumbles"]:
         details["error"] = f"no rumble called {game!r}"
         with store.write(db):
-            admin_store.audit(db, g.admin, "batch", details, 0, store.format_time(now()))
+            maintainers.audit(db, g.admin, "batch", details, 0, store.format_time(now()))
         return _done("batch", 400, error=details["error"])
     source = f"admin {g.admin}"
     reports = [jobs.run_rumble(db, game, source=source)] if game else jobs.run_stale(db, source)
     runs = {r.game: {"run": r.run_id, "bots": int(r.ranked.kept.sum()), "battles": r.seen.battles} for r in reports}
     details["runs"] = runs
     with store.write(db):
-        admin_store.audit(db, g.admin, "batch", details, 0, store.format_time(now()))
+        maintainers.audit(db, g.admin, "batch", details, 0, store.format_time(now()))
     return _done("batch", runs=runs)
 
 
@@ -341,12 +338,12 @@ def clients():
             versions = None if reset else overrides.parse_clients(str(values.get("clients", "")))
         except overrides.SettingError as error:
             details.update(error=str(error), sent=str(values.get("clients", "")))
-            admin_store.audit(db, g.admin, "set-clients", details, 0, store.format_time(now()))
+            maintainers.audit(db, g.admin, "set-clients", details, 0, store.format_time(now()))
             return _done("set-clients", 400, error=str(error))
         overrides.set_clients(db, versions, store.format_time(now()), g.admin)
         after = overrides.load(db).accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"])
         details.update(before=list(before), after=list(after), reset=reset)
-        admin_store.audit(db, g.admin, "set-clients", details, 0, store.format_time(now()))
+        maintainers.audit(db, g.admin, "set-clients", details, 0, store.format_time(now()))
     return _done("set-clients", accepted_clients=list(after))
 
 
@@ -369,8 +366,8 @@ def rumble_settings():
             after = overrides.set_rumble(db, base, key, value, store.format_time(now()), g.admin)
         except overrides.SettingError as error:
             details.update(error=str(error), sent=raw)
-            admin_store.audit(db, g.admin, "set-rumble", details, 0, store.format_time(now()))
+            maintainers.audit(db, g.admin, "set-rumble", details, 0, store.format_time(now()))
             return _done("set-rumble", 400, error=str(error))
         details.update(before=getattr(before, key), after=getattr(after, key), reset=reset)
-        admin_store.audit(db, g.admin, "set-rumble", details, 0, store.format_time(now()))
+        maintainers.audit(db, g.admin, "set-rumble", details, 0, store.format_time(now()))
     return _done("set-rumble", game=game, key=key, value=getattr(after, key))

@@ -24,33 +24,12 @@ from datetime import datetime, timedelta
 from flask import current_app, g, jsonify, make_response, redirect, render_template, request, session, url_for
 
 from rumble import admin_tokens, store
-from rumble.store import admin as admin_store
-from rumble.store import admin_auth as auth_store
+from rumble.store import admin_sessions, maintainers
 from rumble.web import get_db, now
 
 KEEP_FAILURES_DAYS = (
     30  # older failures are forgotten, so that a flood from many addresses cannot grow the table for ever
 )
-
-
-def check_token(db: store.Store, token: str) -> tuple[str | None, str]:
-    """(maintainer, '') if ``token`` is a valid token, else (None, what was tried, in words that
-    never contain the token's secret). At most one scrypt: the one hash the token's id selects."""
-    found = admin_tokens.token_id(token)
-    if found is None:
-        return None, admin_tokens.describe(token)
-    row = admin_store.credential(db, found)
-    if row is None:
-        return None, f"token id {found}: no valid token has this id"
-    name, stored = row
-    if not admin_tokens.verify_token(token, stored):
-        return None, f"token id {found} (maintainer {name}): wrong secret"
-    return name, ""
-
-
-def token_owner(db: store.Store, token: str) -> str | None:
-    """The maintainer whose valid token ``token`` is, or None."""
-    return check_token(db, token)[0]
 
 
 def csrf_token() -> str:
@@ -74,9 +53,9 @@ def _over_limit(db: store.Store) -> bool:
     logged, once an hour). A read only, and no scrypt."""
     limit = current_app.config["RUMBLE"]["ADMIN_FAILURES_PER_HOUR"]
     hour_ago = store.format_time(_now() - timedelta(hours=1))
-    if auth_store.failures_since(db, request.remote_addr, hour_ago) < limit:
+    if admin_sessions.failures_since(db, request.remote_addr, hour_ago) < limit:
         return False
-    if auth_store.failures_since(db, request.remote_addr, hour_ago, ("limited",)) == 0:
+    if admin_sessions.failures_since(db, request.remote_addr, hour_ago, ("limited",)) == 0:
         _record_failure(db, "limited", f"refused: {limit} failures from this address in the last hour")
     return True
 
@@ -84,7 +63,7 @@ def _over_limit(db: store.Store) -> bool:
 def _record_failure(db: store.Store, kind: str, tried: str) -> None:
     now = _now()
     with store.write(db):
-        auth_store.record_failure(
+        admin_sessions.record_failure(
             db,
             store.format_time(now),
             request.remote_addr,
@@ -118,7 +97,7 @@ def _bearer() -> tuple[str | None, int, str]:
     if _over_limit(db):  # before any scrypt
         return None, 429, limit_message()
     if not tried:
-        name, tried = check_token(db, token)
+        name, tried = maintainers.check_token(db, token)
         if name is not None:
             return name, 0, ""
     _record_failure(db, "bearer", tried)
@@ -131,7 +110,7 @@ def _session() -> tuple[str | None, int, str]:
     if not isinstance(session_id, str):
         return None, 401, "authentication required"
     db = get_db()
-    name, why = auth_store.session_state(db, admin_tokens.session_hash(session_id), store.format_time(_now()))
+    name, why = admin_sessions.session_state(db, admin_tokens.session_hash(session_id), store.format_time(_now()))
     if name is None:
         session.clear()
         if _over_limit(db):
@@ -199,7 +178,7 @@ def login():
     if _over_limit(db):
         return form(limit_message(), 429)
     token = request.form.get("token", "").strip()
-    name, tried = check_token(db, token)
+    name, tried = maintainers.check_token(db, token)
     if name is None:
         _record_failure(db, "login", tried)
         return form("That token is not valid.", 401)
@@ -210,7 +189,7 @@ def login():
     csrf_token()
     expires = now + timedelta(minutes=current_app.config["RUMBLE"]["ADMIN_SESSION_MINUTES"])
     with store.write(db):
-        auth_store.start_session(
+        admin_sessions.start_session(
             db,
             admin_tokens.session_hash(session_id),
             name,
@@ -218,7 +197,7 @@ def login():
             store.format_time(expires),
             request.remote_addr,
         )
-        admin_store.audit(db, name, "login", {"remote_addr": request.remote_addr}, 0, store.format_time(now))
+        maintainers.audit(db, name, "login", {"remote_addr": request.remote_addr}, 0, store.format_time(now))
     return redirect(target, code=303)
 
 
@@ -228,7 +207,7 @@ def logout():
     now = store.format_time(_now())
     with store.write(db):
         if g.admin_via == "session":
-            auth_store.end_session(db, admin_tokens.session_hash(session["sid"]), now, "logout")
-        admin_store.audit(db, g.admin, "logout", {"remote_addr": request.remote_addr}, 0, now)
+            admin_sessions.end_session(db, admin_tokens.session_hash(session["sid"]), now, "logout")
+        maintainers.audit(db, g.admin, "logout", {"remote_addr": request.remote_addr}, 0, now)
     session.clear()
     return redirect(url_for("admin.login"), code=303)

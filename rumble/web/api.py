@@ -2,7 +2,7 @@
 bulk export of a rumble (CSV, JSON, and an SQLite file of its own).
 
 Each endpoint calls the same store function as its page (rumble.store.details, tables through
-``pages.ranking_table``, stats through ``pages.stats_page``), so page and API cannot disagree.
+``page_data.ranking_table``, stats through ``page_data.stats_page``), so page and API cannot disagree.
 Errors are JSON ``{"error": "..."}`` with a 4xx status. ``GET /api/v1/`` is the reference page,
 rendered from ENDPOINTS; a test checks that it documents every registered ``/api/v1`` route.
 """
@@ -16,12 +16,12 @@ from flask import Blueprint, Response, current_app, jsonify, render_template, re
 
 from rumble import exports
 from rumble.parameters import MAX_PAGE, ParameterError, whole_number
-from rumble.store import batch as batch_store
-from rumble.store import details, export, history, read
-from rumble.store import rumbles as rumble_store
+from rumble.store import batch_runs, details, export, history, read
+from rumble.store.rumbles import rumble_rows
 from rumble.store.tables import RANKING_COLUMNS, RANKING_ORDER
 from rumble.web import clock, get_db, now
 from rumble.web.lookup import BATCH_TITLES, NotFound, found_or_404, rumble_or_404
+from rumble.web.page_data import MELEE_TITLES, ranking_table, stats_page
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 DEFAULT_LIMIT, MAX_LIMIT = 100, 5000
@@ -194,13 +194,11 @@ def reference() -> str:
 
 @bp.get("/rumbles")
 def rumbles() -> Response:
-    return jsonify({"rumbles": rumble_store.rumble_rows(get_db())})
+    return jsonify({"rumbles": rumble_rows(get_db())})
 
 
 @bp.get("/rumbles/<game>/rankings")
 def rankings(game: str) -> Response:
-    from rumble.web.pages import ranking_table
-
     rid, order = rumble_or_404(game), request.args.get("order", "-aps")
     try:
         rows, state, banner = ranking_table(
@@ -216,7 +214,7 @@ def rankings(game: str) -> Response:
 @bp.get("/rumbles/<game>/alternative-rankings")
 def alternative_rankings(game: str) -> Response:
     return jsonify(
-        {"game": game, **batch_store.alternative_rankings(get_db(), rumble_or_404(game), tuple(BATCH_TITLES))}
+        {"game": game, **batch_runs.alternative_rankings(get_db(), rumble_or_404(game), tuple(BATCH_TITLES))}
     )
 
 
@@ -264,15 +262,11 @@ def compare(game: str) -> Response:
 
 @bp.get("/stats")
 def all_stats() -> Response:
-    from rumble.web.pages import stats_page
-
     return jsonify(stats_page(get_db(), None))
 
 
 @bp.get("/rumbles/<game>/stats")
 def rumble_stats(game: str) -> Response:
-    from rumble.web.pages import stats_page
-
     rumble_or_404(game)
     return jsonify(stats_page(get_db(), game))
 
@@ -280,8 +274,6 @@ def rumble_stats(game: str) -> Response:
 def _ranking_export(melee: bool) -> Callable[[Any, int], tuple[list[str], Iterable[list]]]:
     """The rankings table's columns and rows for the export, as /Rankings reads them (rank_range
     split in two), read on the connection the snapshot writer gives."""
-    from rumble.web.pages import MELEE_TITLES, ranking_table
-
     app_clock = clock()  # read in the request; the snapshot is written by another thread
 
     def read_rows(conn, rid: int) -> tuple[list[str], Iterable[list]]:

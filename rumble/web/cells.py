@@ -28,7 +28,7 @@ def _deviation(key: str):
     return lambda row, mark: "" if row[key] is None else f"{row[key]:.1f} ± {2 * row[key + '_rd']:.1f}{mark}"
 
 
-# How each rankings column (pages.COLUMN_TITLES) is written; a column not listed here is written by
+# How each rankings column (page_data.COLUMN_TITLES) is written; a column not listed here is written by
 # ``_plain`` (two decimals for a number), so a new column shows even before it gets a format.
 RANKING_FORMATS = {
     "aps_ci": lambda row, mark: _fmt("±%.2f", row["aps_ci"], "n/a"),

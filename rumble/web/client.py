@@ -18,14 +18,11 @@ from rumble.protocol import ProtocolError, replies
 from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fields
-from rumble.store import battles as battle_log
-from rumble.store import bots, removals, tables
-from rumble.store import integrity as battle_states
-from rumble.store import melee as melee_store
+from rumble.store import battle_log, battle_states, bots, melee_battles, removals, tables
 from rumble.store.rumbles import rumble_id
 from rumble.web import get_db, now
 from rumble.web.body import MalformedBody
-from rumble.web.upload_stats import recorded
+from rumble.web.upload_counter import recorded
 
 bp = Blueprint("client", __name__)
 _rng = random.Random()
@@ -51,7 +48,7 @@ def uploaded_results() -> Response:
     """One pair result: parse, check, store in one transaction, answer with counts and priority."""
     db = get_db()
     outcome = _receive(db, now())
-    g.upload_outcome = outcome  # for the upload statistics (rumble.web.upload_stats.recorded)
+    g.upload_outcome = outcome  # for the upload statistics (rumble.web.upload_counter.recorded)
     response = _text(replies.render(outcome))
     response.call_on_close(lambda: store.checkpoint_if_due(db))  # after the answer is on its way
     return response
@@ -101,7 +98,7 @@ def _receive(db, moment: datetime) -> UploadOutcome:
             battle_states.record_flag_reason(db, applied.battle_id, suspicion, battle.received_at)
         # A melee battle arrives as up to 45 uploads but is one battle: one priority line for it,
         # on the pair that opened it (rumble/priority.py, melee), not one per pair.
-        elif applied.stored and (not rumble.melee or melee_store.opens_battle(db, applied.battle_id)):
+        elif applied.stored and (not rumble.melee or melee_battles.opens_battle(db, applied.battle_id)):
             pair = ingest.next_priority_battle(
                 db,
                 battle.game,
@@ -202,7 +199,7 @@ def _remove(db, game: str, key: str, moment: datetime) -> tuple[str, str]:
     if name is None:
         return replies.refused(f"no bot {key!r} in {game}"), "unknown bot"
     # The address comes last: exports drop all from the first " from " on, /RumbleStats masks what
-    # follows the last one (rumble.web.pages.public_source).
+    # follows the last one (rumble.web.page_data.public_source).
     source = f"RemoveOldParticipant (uploader {uploader}) from {request.remote_addr}"
     if not ingest.retire(db, rid, known[name], store.format_time(moment), source):
         return replies.plain(f"OK. {name} was already retired from {game}") + "\n", "already retired"

@@ -15,7 +15,7 @@ import io
 import threading
 from datetime import date, timedelta
 
-from flask import Response, request
+from flask import Blueprint, Response, request
 
 from rumble.store import details, format_time, history, read, stats, upload_stats
 from rumble.web import get_db, now
@@ -162,8 +162,7 @@ def uploads_plot() -> Response:
         return _svg(figure)
 
 
-def register(bp) -> None:
-    """Add the plot URLs to the pages blueprint."""
-    bp.add_url_rule("/BotDetails/scores.svg", view_func=scores_plot)
-    bp.add_url_rule("/BotDetails/history.svg", view_func=history_plot)
-    bp.add_url_rule("/RumbleStats/uploads.svg", view_func=uploads_plot)
+bp = Blueprint("plots", __name__)
+bp.add_url_rule("/BotDetails/scores.svg", view_func=scores_plot)
+bp.add_url_rule("/BotDetails/history.svg", view_func=history_plot)
+bp.add_url_rule("/RumbleStats/uploads.svg", view_func=uploads_plot)

@@ -19,7 +19,7 @@ from rumble.admin_tokens import hash_token, new_token, token_id
 from rumble.app import create_app
 from rumble.battle import Battle, Side
 from rumble.protocol.upload import format_upload
-from rumble.store import admin as admin_store
+from rumble.store import maintainers
 
 from .e2e_support import post_like_java
 
@@ -92,7 +92,7 @@ def maintainer(server) -> bytes:
     token = new_token()
     db = store.connect(str(server.db_path), migrate=False)
     with store.write(db):
-        admin_store.add_maintainer(db, "alice", token_id(token), hash_token(token), store.utc_now())
+        maintainers.add_maintainer(db, "alice", token_id(token), hash_token(token), store.utc_now())
     db.close()
     return f"Authorization: Bearer {token}\r\n".encode()
 

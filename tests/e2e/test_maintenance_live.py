@@ -18,8 +18,7 @@ from rumble.battle import Battle, Side
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.upload import format_upload
 from rumble.rebuild import rebuild_rumble
-from rumble.store import battles as battle_log
-from rumble.store import bots
+from rumble.store import battle_log, bots
 from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot
 

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from rumble.rankings.details import Interval, paired_interval, sort_rows, t_cdf, t_quantile, verdict
+from rumble.rankings.page_figures import Interval, paired_interval, sort_rows, t_cdf, t_quantile, verdict
 
 # t(0.975, df) from a printed table (to 3 decimals, e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2)
 T_TABLE = {1: 12.706, 2: 4.303, 3: 3.182, 5: 2.571, 10: 2.228, 30: 2.042, 100: 1.984}

@@ -7,8 +7,7 @@ from datetime import timedelta
 from conftest import battle
 
 from rumble import store
-from rumble.store import battles as battle_log
-from rumble.store import bots
+from rumble.store import battle_log, bots
 from rumble.store.rumbles import rumble_id
 
 

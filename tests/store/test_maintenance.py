@@ -14,8 +14,8 @@ from rumble import fields, maintenance, maintenance_jobs, store
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
 from rumble.rebuild import rebuild_rumble
-from rumble.store import ratings as rating_rows
-from rumble.store.integrity import BattleFilter
+from rumble.store import rating_rows
+from rumble.store.battle_states import BattleFilter
 from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot
 from rumble.web import get_db

@@ -15,7 +15,7 @@ from rumble.importer import read_battles, store_battles
 from rumble.ingest import retire
 from rumble.protocol.games import load_rumbles
 from rumble.rebuild import rebuild_rumble
-from rumble.store.battles import LOG_COLUMNS, log_rows
+from rumble.store.battle_log import LOG_COLUMNS, log_rows
 from rumble.store.bots import find_bot
 from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot

@@ -7,7 +7,7 @@ import re
 
 from conftest import battle
 
-from rumble.web import pages
+from rumble.web import lookup, page_data
 
 
 def _with_copy(function):
@@ -25,8 +25,8 @@ def _cells(page: str, name: str) -> list[str]:
 def test_every_column_gets_its_cell_and_a_new_one_two_decimals(monkeypatch, client, upload):
     upload(battle("a.A 1.0", "b.B 1.0", scores=(6000, 4000), firsts=(21, 14)))
     cells = _cells(client.get("/Rankings?game=roborumble").get_data(as_text=True), "a.A 1.0")
-    assert len(cells) == len(pages.COLUMN_TITLES) + len(pages.BATCH_TITLES)
-    by_title = dict(zip(pages.COLUMN_TITLES, cells))
+    assert len(cells) == len(page_data.COLUMN_TITLES) + len(lookup.BATCH_TITLES)
+    by_title = dict(zip(page_data.COLUMN_TITLES, cells))
     # one battle: 6000 / 10000 = 60 % of the score, 21 / 35 rounds = 60 % survival, 1 pairing won
     assert (by_title["aps"], by_title["aps_ci"], by_title["survival"], by_title["pl"]) == ("60.00", "n/a", "60.00", "1")
     assert (by_title["pairings"], by_title["battles"]) == ("1", "1") and re.fullmatch(
@@ -34,7 +34,7 @@ def test_every_column_gets_its_cell_and_a_new_one_two_decimals(monkeypatch, clie
     )
     assert by_title["elo"].endswith("?") and " ± " in by_title["glicko2"]  # one battle: still provisional
 
-    monkeypatch.setitem(pages.COLUMN_TITLES, "aps_copy", "APS again")
-    monkeypatch.setattr(pages.tables, "ranking_rows", _with_copy(pages.tables.ranking_rows))
+    monkeypatch.setitem(page_data.COLUMN_TITLES, "aps_copy", "APS again")
+    monkeypatch.setattr(page_data.tables, "ranking_rows", _with_copy(page_data.tables.ranking_rows))
     cells = _cells(client.get("/Rankings?game=roborumble").get_data(as_text=True), "a.A 1.0")
-    assert cells[len(pages.COLUMN_TITLES) - 1] == "60.00"
+    assert cells[len(page_data.COLUMN_TITLES) - 1] == "60.00"

@@ -48,7 +48,7 @@ def test_unknown_rumble_is_404(client):
 def test_upload_outcomes_and_server_time_are_counted_per_day(app, client, upload):
     """Two accepted, one repeat, one refusal: counted by outcome once the worker's counts are saved."""
     from rumble import store
-    from rumble.web.upload_stats import counts_for
+    from rumble.web.upload_counter import counts_for
 
     first = battle("alpha.Alpha 1.0", "beta.Beta 1.0")
     assert upload(first).kind is Kind.ACCEPTED
@@ -75,7 +75,7 @@ def test_each_outcome_is_counted_under_its_kind_and_game(app, upload, db):
     """The counts come from the outcome the upload view decided, not from its answer's words: a
     battle held for review is counted as held, under its game; a refusal under no game."""
     from rumble.store import upload_stats as stored
-    from rumble.web.upload_stats import counts_for
+    from rumble.web.upload_counter import counts_for
 
     assert upload(battle("alpha.Alpha 1.0", "beta.Beta 1.0", game="minirumble")).kind is Kind.ACCEPTED
     suspicious = battle(
@@ -93,7 +93,7 @@ def test_each_outcome_is_counted_under_its_kind_and_game(app, upload, db):
 
 def test_the_uploads_chart_adds_refusals_and_server_time_once_counted(app, client, upload):
     from rumble import store
-    from rumble.web.upload_stats import counts_for
+    from rumble.web.upload_counter import counts_for
 
     assert "server time per upload" not in client.get("/RumbleStats/uploads.svg").get_data(as_text=True)
     assert upload(battle("alpha.Alpha 1.0", "beta.Beta 1.0")).kind is Kind.ACCEPTED

@@ -164,6 +164,6 @@ def test_admin_restores_a_retirement_with_the_button_next_to_it(app, client, lad
     ],
 )
 def test_the_public_source_shows_the_network_not_the_address(source, shown):
-    from rumble.web.pages import public_source
+    from rumble.web.page_data import public_source
 
     assert public_source(source) == shown

@@ -14,7 +14,7 @@ import numpy as np
 
 from rumble.rankings.pairwise import Ranking
 from rumble.store import Store
-from rumble.store.ratings import version
+from rumble.store.rating_rows import version
 from rumble.store.rumbles import by_survival
 
 # One row of the matrix query, read straight into numpy (no Python object per row survives).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from rumble import admin_tokens
 from rumble.store import Store
 
 
@@ -95,3 +96,23 @@ def bot_battles(db: Store, rumble_id: int, bot: int) -> int:
         "SELECT battles FROM bot_summaries WHERE rumble_id = ? AND bot_id = ?", (rumble_id, bot)
     ).fetchone()
     return row[0] if row else 0
+
+
+def check_token(db: Store, token: str) -> tuple[str | None, str]:
+    """(maintainer, '') if ``token`` is a valid token, else (None, what was tried, in words that
+    never contain the token's secret). At most one scrypt: the one hash the token's id selects."""
+    found = admin_tokens.token_id(token)
+    if found is None:
+        return None, admin_tokens.describe(token)
+    row = credential(db, found)
+    if row is None:
+        return None, f"token id {found}: no valid token has this id"
+    name, stored = row
+    if not admin_tokens.verify_token(token, stored):
+        return None, f"token id {found} (maintainer {name}): wrong secret"
+    return name, ""
+
+
+def token_owner(db: Store, token: str) -> str | None:
+    """The maintainer whose valid token ``token`` is, or None."""
+    return check_token(db, token)[0]

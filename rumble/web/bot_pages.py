@@ -4,15 +4,14 @@ blueprint by ``pages.py``."""
 
 from __future__ import annotations
 
-from flask import Response, current_app, jsonify, render_template, request
+from flask import Blueprint, Response, current_app, jsonify, render_template, request
 
 from rumble.ratings import weng_lin
 from rumble.ratings.online import PROVISIONAL_RD
-from rumble.store import details
-from rumble.store import melee as melee_store
+from rumble.store import details, melee_battles
 from rumble.web import get_db, now
 from rumble.web.cells import pairing_cells
-from rumble.web.lookup import BATCH_TITLES, NotFound, failure, found_or_404, rumble_or_404
+from rumble.web.lookup import BATCH_TITLES, NotFound, found_or_404, rumble_or_404
 
 PAIRING_TITLES = {
     "aps": "APS",
@@ -60,7 +59,7 @@ def bot_details() -> Response | str:
         name,
     )
     if current_app.extensions["rumble.rumbles"][game].melee:
-        page["melee"] = _melee(melee_store.bot_page(get_db(), rumble_or_404(game), page["bot"]["name"]))
+        page["melee"] = _melee(melee_battles.bot_page(get_db(), rumble_or_404(game), page["bot"]["name"]))
     if request.args.get("api") == "1":
         return jsonify({"game": game, **page})
 
@@ -131,9 +130,7 @@ def bot_compare() -> Response | str:
     return render_template("bot_compare.html", game=game, order=order, titles=COMPARE_TITLES, **page)
 
 
-def register(bp) -> None:
-    """Add the bot pages and the plain-words error answer to the pages blueprint."""
-    bp.add_url_rule("/BotDetails", view_func=bot_details)
-    bp.add_url_rule("/Pairing", view_func=pairing)
-    bp.add_url_rule("/BotCompare", view_func=bot_compare)
-    bp.register_error_handler(NotFound, failure)
+bp = Blueprint("bot_pages", __name__)
+bp.add_url_rule("/BotDetails", view_func=bot_details)
+bp.add_url_rule("/Pairing", view_func=pairing)
+bp.add_url_rule("/BotCompare", view_func=bot_compare)

@@ -1,0 +1,122 @@
+"""What the pages and the API both show, built once: the rankings table and the statistics page.
+
+Views in ``pages`` and ``api`` render these as HTML or JSON, so a page and its JSON cannot disagree.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from datetime import timedelta
+
+from rumble.rankings import page_figures, ties
+from rumble.ratings import weng_lin
+from rumble.ratings.online import provisional
+from rumble.store import format_time, melee_battles, stats, tables, upload_stats
+from rumble.store.rumbles import rumble_id, rumble_rows
+from rumble.web import now
+from rumble.web.lookup import STATS_DAYS
+
+COLUMN_TITLES = {
+    "aps": "APS",
+    "aps_ci": "APS CI",
+    "pwin": "PWIN",
+    "pl": "PL",
+    "survival": "Survival",
+    "elo": "Elo",
+    "glicko": "Glicko ± 2RD",
+    "glicko2": "Glicko-2 ± 2RD",
+    "rank_points": "RP",
+    "xonstat": "XonStat Elo",
+    "pairings": "Pairings",
+    "battles": "Battles",
+    "last_battle": "Last battle (UTC)",
+}
+# A melee rumble's columns from its whole battles (rumble/melee.py), after XonStat Elo (which in a
+# melee rumble is the battle-level one too).
+MELEE_TITLES = {"mu": "μ", "sigma": "σ", "conservative": "μ − 3σ", "melee_battles": "Melee battles"}
+
+
+def columns(melee: bool) -> dict[str, str]:
+    """The rankings columns in page order: a melee rumble's Weng-Lin columns come after XonStat Elo."""
+    if not melee:
+        return COLUMN_TITLES
+    keys = list(COLUMN_TITLES)
+    at = keys.index("xonstat") + 1
+    return {**{k: COLUMN_TITLES[k] for k in keys[:at]}, **MELEE_TITLES, **{k: COLUMN_TITLES[k] for k in keys[at:]}}
+
+
+def ranking_table(db, rid: int, order: str, moment: float, melee: bool = False) -> tuple[list[dict], str, str]:
+    """The rankings rows in ``order`` with provisional marks and statistical ties, and the stability
+    banner (state, text): what /Rankings and /api/v1 show, with deviations grown up to ``moment``
+    (seconds since 1970). A melee rumble's rows also carry its Weng-Lin columns, which ``order`` may
+    name. KeyError for an unknown order."""
+    # A melee rumble shows the whole-battle XonStat Elo (_with_melee), so it sorts by that one too.
+    melee_order = melee and order.lstrip("-") in (*MELEE_TITLES, "xonstat")
+    rows = [
+        with_provisional(page_figures.deviations_now(row, moment))
+        for row in tables.ranking_rows(db, rid, "-aps" if melee_order else order)
+    ]
+    if melee:
+        with_melee(rows, melee_battles.ratings_by_name(db, rid), order if melee_order else None, moment)
+    for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):
+        row["rank_range"], row["tied"] = [best, worst], best != worst
+    state, banner = ties.stability([r["pairings"] for r in rows], tables.unrated_since_last_event(db, rid))
+    return rows, state, banner
+
+
+def with_provisional(row: dict) -> dict:
+    """Mark a bot whose Glicko-2 deviation (grown up to now) is high (rumble.ratings.online.provisional)."""
+    row["provisional"] = row["glicko2_rd"] is None or provisional(row["glicko2_rd"])
+    return row
+
+
+def with_melee(rows: list[dict], found: dict, order: str | None, moment: float) -> None:
+    """Add each bot's Weng-Lin mu, sigma (grown for its inactivity up to ``moment``), mu − 3σ and rated
+    melee battles, and its XonStat Elo from whole battles; sort by ``order`` if it is one of those."""
+    for row in rows:
+        rating = found.get(row["name"])
+        sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, moment) if rating else None
+        row.update(
+            mu=rating.mu if rating else None,
+            sigma=sigma,
+            conservative=weng_lin.conservative(rating.mu, sigma) if rating else None,
+            melee_battles=rating.battles if rating else 0,
+            xonstat=rating.xonstat if rating else None,
+        )
+    if order:
+        key, descending = order.lstrip("-"), order.startswith("-")
+        present = sorted((r for r in rows if r[key] is not None), key=lambda r: r[key], reverse=descending)
+        rows[:] = present + [r for r in rows if r[key] is None]
+
+
+def stats_page(db, game: str | None) -> dict:
+    """What /RumbleStats and /api/v1's stats show, for one rumble or (``game`` None) all of them."""
+    rid = rumble_id(db, game) if game else None
+    since = format_time(now() - timedelta(days=STATS_DAYS))
+    return {
+        "game": game,
+        "days": STATS_DAYS,
+        "rumbles": [r for r in rumble_rows(db) if game is None or r["name"] == game],
+        "uploaders": stats.uploaders(db, rid, since),
+        "uploads_per_day": stats.uploads_per_day(db, rid, since),
+        "lacking_pairings": stats.lacking_pairings(db, rid) if rid is not None else [],
+        "uploads": upload_stats.per_day(db, game, since[:10]),
+        "upload_errors": upload_stats.latest_errors(db) if game is None else [],
+        "retirements": [dict(r, source=public_source(r["source"])) for r in stats.retirements(db, rid)],
+    }
+
+
+def public_source(source: str) -> str:
+    """A retirement's source as the public pages show it: the address (after the last " from ")
+    cut to its network, /24 or /48, so that an author sees who retired their bot and where from
+    without the page publishing uploaders' addresses (/admin shows them whole)."""
+    head, found, addr = source.rpartition(" from ")
+    if not found:
+        return source
+    try:
+        ip = ipaddress.ip_address(addr)
+    except ValueError:
+        return head
+    if ip.version == 4:
+        return f"{head} from {'.'.join(str(ip).split('.')[:3])}.x"
+    return f"{head} from {ipaddress.ip_network(f'{ip}/48', strict=False)}"
