@@ -18,9 +18,21 @@ from rumble.battle import Battle
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing, Totals
 from rumble.ratings import online
-from rumble.store import Store, battle_log, bots, format_time, melee_battles, pairings, priority_queue, rating_rows
+from rumble.store import (
+    Store,
+    battle_log,
+    bots,
+    format_time,
+    melee_battles,
+    missing_pairings,
+    pairings,
+    priority_queue,
+    rating_rows,
+)
 from rumble.store.rumbles import by_survival
 from rumble.store.rumbles import rumble_id as find_rumble_id
+
+MISSING_DRAWN = 4  # missing pairings read per pair of a batch: enough for a melee batch's cap to find others
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,8 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     )
     pairings.put_pairing(db, rumble_id, a, b, new_a, priority.pairing_priority(new_a, min_battles) if a < b else None)
     pairings.put_pairing(db, rumble_id, b, a, new_b, priority.pairing_priority(new_b, min_battles) if b < a else None)
+    if old_a is None:  # their first battle: no longer a missing pairing
+        missing_pairings.drop_pairs(db, rumble_id, [(min(a, b), max(a, b))])
     found = pairings.totals_of(db, rumble_id, (a, b))
     rows = []
     for bot, old, new in ((a, old_a, new_a), (b, old_b, new_b)):
@@ -127,10 +141,12 @@ def activate(db: Store, rumble_id: int, bot: int, now: str) -> bool:
     state = bots.participant_state(db, rumble_id, bot)
     if state is None:
         bots.add_participant(db, rumble_id, bot, now)
+        missing_pairings.add_bot(db, rumble_id, bot)
         return True
     if state:
         return False
     bots.set_active(db, rumble_id, bot, True, now)
+    missing_pairings.add_bot(db, rumble_id, bot)
     _shift_opponents(db, rumble_id, bot, +1)
     return True
 
@@ -145,6 +161,7 @@ def retire(db: Store, rumble_id: int, bot: int, now: str, source: str) -> bool:
     copy = fields.current(db, rumble_id)
     event = bots.record_event(db, rumble_id, bot, False, now, source)
     bots.set_active(db, rumble_id, bot, False, now)
+    missing_pairings.drop_bot(db, rumble_id, bot)
     _shift_opponents(db, rumble_id, bot, -1)
     copy.field.set_active(bot, False)
     copy.seen = (copy.seen[0], event, copy.seen[2])
@@ -160,6 +177,7 @@ def restore(db: Store, rumble_id: int, bot: int, now: str, source: str) -> bool:
     copy = fields.current(db, rumble_id)
     event = bots.record_event(db, rumble_id, bot, True, now, source)
     bots.set_active(db, rumble_id, bot, True, now)
+    missing_pairings.add_bot(db, rumble_id, bot)
     _shift_opponents(db, rumble_id, bot, +1)
     copy.field.set_active(bot, True)
     copy.seen = (copy.seen[0], event, copy.seen[2])
@@ -188,14 +206,17 @@ def next_priority_battle(
     found = priority_queue.pop_waiting(db, rumble_id, now)
     if found is not None:
         return found
-    for a, b in priority_queue.forget_handed_out(db, rumble_id, format_time(now_dt - timedelta(minutes=hold_minutes))):
+    forgotten = priority_queue.forget_handed_out(db, rumble_id, format_time(now_dt - timedelta(minutes=hold_minutes)))
+    for a, b in forgotten:
         pairing = pairings.pairing_pair(db, rumble_id, a, b)[0]
         if pairing is not None:
             priority_queue.set_priority(db, rumble_id, a, b, priority.pairing_priority(pairing, min_battles))
+    missing_pairings.restore_pairs(db, rumble_id, forgotten)  # those still unplayed may be asked for again
     pairs = _choose_batch(db, rumble_id, batch, min_battles, rng)
     if not pairs:
         return None
     priority_queue.enqueue(db, rumble_id, pairs, now)
+    missing_pairings.drop_pairs(db, rumble_id, [(a, b) for a, b, _ in pairs])  # held now, until forgotten
     return priority_queue.pop_waiting(db, rumble_id, now)
 
 
@@ -208,26 +229,13 @@ def _choose_batch(
     taken: set[tuple[int, int]] = set()
     cap = priority.melee_cap(batch) if melee_battles.is_melee(db, rumble_id) else None
     counts: dict[int, int] = {}
-    lacking = dict(priority_queue.bots_missing_pairings(db, rumble_id, bots.active_count(db, rumble_id)))
-    while lacking and len(chosen) < batch:
-        bot = priority.pick_weighted(list(lacking), list(lacking.values()), rng)
-        unmet = [
-            o
-            for o in priority_queue.unmet_opponents(db, rumble_id, bot)
-            if (min(bot, o), max(bot, o)) not in taken and (cap is None or counts.get(o, 0) < cap)
-        ]
-        if not unmet or (cap is not None and counts.get(bot, 0) >= cap):
-            del lacking[bot]  # everything it lacks is already queued or handed out, or it has its share
-            continue
-        opponent = rng.choice(unmet)
-        pair = (min(bot, opponent), max(bot, opponent))
-        taken.add(pair)
+    # A uniform draw of missing pairings: a bot comes up in proportion to how many it lacks.
+    drawn = missing_pairings.draw(db, rumble_id, rng.randrange(missing_pairings.DRAW_KEYS), MISSING_DRAWN * batch)
+    for pair in drawn:
         chosen += priority.within_cap([(*pair, "missing")], counts, cap)
-        for end in pair:
-            if end in lacking:
-                lacking[end] -= 1
-                if lacking[end] <= 0:
-                    del lacking[end]
+        taken.add(pair)
+        if len(chosen) >= batch:
+            break
     if len(chosen) >= batch:
         return chosen
     candidates = [c for c in priority_queue.top_pairings(db, rumble_id, 8 * batch) if (c[0], c[1]) not in taken]

@@ -42,6 +42,7 @@ from rumble.store import (
     battle_log,
     bots,
     melee_battles,
+    missing_pairings,
     pairings,
     priority_queue,
     rating_rows,
@@ -256,6 +257,7 @@ def _swap(db: Store, job: Job, min_battles: int) -> None:
     pairings.delete_pairings(db, rid, sorted(drop_keys))
     order = sorted(last)
     bots.sync_active(db, rid, active, utc_now())
+    missing_pairings.refill(db, rid)
     pairings.clear_totals(db, rid)
     pairings.put_totals(db, rid, [(a, totals[a], scores.summary(totals[a]), last[a]) for a in order])
     rating_rows.clear_ratings(db, rid)

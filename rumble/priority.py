@@ -2,8 +2,9 @@
 
 Order of preference, after LiteRumble's 2026 scheme (peers.md section 1):
 
-1. missing pairings: a bot that has not met every active participant, drawn at random weighted by
-   how many it lacks, against one it has not met;
+1. missing pairings: a pair of active participants that have never met, drawn uniformly at random
+   (so a bot comes up in proportion to how many pairings it lacks, as drawing the bot weighted by
+   that number and then one of its unmet opponents would);
 2. pairings with fewer than ``min_battles`` battles, fewest first (their CI is undefined or
    meaningless);
 3. the pairings where one more battle shrinks the APS uncertainty most: the variance reduction
@@ -19,7 +20,9 @@ presence. So in a melee rumble a bot takes at most ``MELEE_SHARE`` of a batch's 
 (``melee_cap``); the rest of the batch goes to other bots' pairings (rumble.ingest).
 
 A pairing's score depends on that pairing alone, so it is computed when the pairing changes and
-kept in an index; choosing is then a short index scan. Pure code: the store does the reading.
+kept in an index; the missing pairings are kept in a table of their own as bots enter, retire and
+meet (rumble.store.missing_pairings). Choosing is then two short index scans, whatever the size of
+the rumble and however many pairings are missing. Pure code: the store does the reading.
 """
 
 from __future__ import annotations

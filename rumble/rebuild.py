@@ -22,7 +22,17 @@ from rumble.ingest import battle_shares, rate, record_pairings
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing
 from rumble.ratings.online import Field
-from rumble.store import Store, battle_log, bots, melee_battles, pairings, priority_queue, rating_rows, utc_now
+from rumble.store import (
+    Store,
+    battle_log,
+    bots,
+    melee_battles,
+    missing_pairings,
+    pairings,
+    priority_queue,
+    rating_rows,
+    utc_now,
+)
 from rumble.store.rumbles import by_survival
 from rumble.store.rumbles import rumble_id as find_rumble_id
 
@@ -183,6 +193,7 @@ def _write(db: Store, rumble_id: int, state: dict[tuple[int, int], Pairing], fie
     # Battles revive bots without an event, so after a rollback the replay may see a bot retired
     # that the participants table still has active: the replay decides.
     bots.sync_active(db, rumble_id, {bot: bot in active for bot in field.ids}, utc_now())
+    missing_pairings.refill(db, rumble_id)
     rows = []
     for a in order:
         total = scores.totals_of(p for b, p in by_bot[a] if b in active)

@@ -60,34 +60,6 @@ def set_priority(db: Store, rumble_id: int, a: int, b: int, priority: float) -> 
     )
 
 
-def bots_missing_pairings(db: Store, rumble_id: int, active: int) -> list[tuple[int, int]]:
-    """(bot, how many of the ``active`` participants it has never met) for each active bot that lacks some.
-
-    Reads the summaries through their pairings index, so a complete ladder costs one index probe.
-    (A participant without a summary has no scored battle at all; it is found once it has one.)
-    """
-    rows = db.execute(
-        "SELECT s.bot_id, ? - 1 - s.pairings FROM bot_summaries s JOIN participants p "
-        "ON p.rumble_id = s.rumble_id AND p.bot_id = s.bot_id "
-        "WHERE s.rumble_id = ? AND s.pairings < ? - 1 AND p.active = 1",
-        (active, rumble_id, active),
-    ).fetchall()
-    return [(bot, missing) for bot, missing in rows]
-
-
-def unmet_opponents(db: Store, rumble_id: int, bot: int) -> list[int]:
-    """Active participants ``bot`` has never met and is not queued (or recently handed out) against."""
-    rows = db.execute(
-        "SELECT p.bot_id FROM participants p WHERE p.rumble_id = ? AND p.active = 1 AND p.bot_id != ? "
-        "AND NOT EXISTS (SELECT 1 FROM pairings x WHERE x.rumble_id = p.rumble_id AND x.bot_id = ? "
-        "AND x.opponent_id = p.bot_id) "
-        "AND NOT EXISTS (SELECT 1 FROM priority_battles q WHERE q.rumble_id = p.rumble_id "
-        "AND q.bot_id = min(?, p.bot_id) AND q.opponent_id = max(?, p.bot_id))",
-        (rumble_id, bot, bot, bot, bot),
-    ).fetchall()
-    return [row[0] for row in rows]
-
-
 def top_pairings(db: Store, rumble_id: int, limit: int) -> list[tuple[int, int, float]]:
     """The live pairings with the highest priority that are not waiting or recently handed out."""
     return db.execute(

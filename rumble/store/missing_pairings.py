@@ -1,0 +1,85 @@
+"""Missing pairings: pairs (a, b), a < b, of active participants never played and not held in the
+priority queue (migrations/0018_missing_pairings.sql). Kept up to date as bots enter, retire and
+meet, so the priority chooser draws them with one index probe however many are missing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rumble.store import Store
+
+DRAW_KEYS = 1 << 32  # draw keys lie in [0, DRAW_KEYS)
+_DRAW = "(%s * 2654435761 + %s * 2246822519) %% 4294967296"  # the pair's draw key, as in the migration
+_UNPLAYED = (  # ?1 is the rumble's id
+    "NOT EXISTS (SELECT 1 FROM pairings x WHERE x.rumble_id = ?1 AND x.bot_id = {a} AND x.opponent_id = {b}) "
+    "AND NOT EXISTS (SELECT 1 FROM priority_battles q WHERE q.rumble_id = ?1 AND q.bot_id = {a} AND q.opponent_id = {b})"
+)
+
+
+def add_bot(db: Store, rumble_id: int, bot: int) -> None:
+    """Add the pairs of ``bot`` (just entered or revived) with every active participant it has not met."""
+    low, high = "min(p.bot_id, ?2)", "max(p.bot_id, ?2)"
+    db.execute(
+        "INSERT OR IGNORE INTO missing_pairings (rumble_id, bot_id, opponent_id, draw) "
+        f"SELECT ?1, {low}, {high}, {_DRAW % (low, high)} FROM participants p "
+        f"WHERE p.rumble_id = ?1 AND p.active = 1 AND p.bot_id != ?2 AND {_UNPLAYED.format(a=low, b=high)}",
+        (rumble_id, bot),
+    )
+
+
+def drop_bot(db: Store, rumble_id: int, bot: int) -> None:
+    """Forget every pair of ``bot`` (retired)."""
+    db.execute(
+        "DELETE FROM missing_pairings WHERE rumble_id = ? AND (bot_id = ? OR opponent_id = ?)", (rumble_id, bot, bot)
+    )
+
+
+def drop_pairs(db: Store, rumble_id: int, pairs: Iterable[tuple[int, int]]) -> None:
+    """Forget pairs (a, b), a < b: played now, or queued as priority battles."""
+    db.conn.executemany(
+        "DELETE FROM missing_pairings WHERE rumble_id = ? AND bot_id = ? AND opponent_id = ?",
+        ((rumble_id, a, b) for a, b in pairs),
+    )
+
+
+def restore_pairs(db: Store, rumble_id: int, pairs: Iterable[tuple[int, int]]) -> None:
+    """Add back pairs (a, b), a < b, no longer held in the queue, where both bots are active and
+    still have not met."""
+    db.conn.executemany(
+        "INSERT OR IGNORE INTO missing_pairings (rumble_id, bot_id, opponent_id, draw) "
+        f"SELECT ?1, ?2, ?3, {_DRAW % ('?2', '?3')} WHERE "
+        "(SELECT count(*) FROM participants WHERE rumble_id = ?1 AND bot_id IN (?2, ?3) AND active = 1) = 2 "
+        f"AND {_UNPLAYED.format(a='?2', b='?3')}",
+        ((rumble_id, a, b) for a, b in pairs),
+    )
+
+
+def refill(db: Store, rumble_id: int) -> int:
+    """Recompute the rumble's missing pairings from its participants, pairings and queue (after a
+    rebuild or a maintenance job rewrote them); the number of pairs."""
+    db.execute("DELETE FROM missing_pairings WHERE rumble_id = ?", (rumble_id,))
+    return db.execute(
+        "INSERT INTO missing_pairings (rumble_id, bot_id, opponent_id, draw) "
+        f"SELECT a.rumble_id, a.bot_id, b.bot_id, {_DRAW % ('a.bot_id', 'b.bot_id')} "
+        "FROM participants a JOIN participants b ON b.rumble_id = a.rumble_id AND b.bot_id > a.bot_id "
+        f"WHERE a.rumble_id = ?1 AND a.active = 1 AND b.active = 1 AND {_UNPLAYED.format(a='a.bot_id', b='b.bot_id')}",
+        (rumble_id,),
+    ).rowcount
+
+
+def draw(db: Store, rumble_id: int, start: int, limit: int) -> list[tuple[int, int]]:
+    """Up to ``limit`` pairs in draw-key order from key ``start`` on, going round to key 0 if
+    needed: with a random ``start``, a uniform random draw of missing pairings."""
+    sql = "SELECT bot_id, opponent_id FROM missing_pairings WHERE rumble_id = ? AND draw {} ? ORDER BY draw LIMIT ?"
+    found = db.execute(sql.format(">="), (rumble_id, start, limit)).fetchall()
+    if len(found) < limit:
+        found += db.execute(sql.format("<"), (rumble_id, start, limit - len(found))).fetchall()
+    return [(a, b) for a, b in found]
+
+
+def pairs_of(db: Store, rumble_id: int) -> set[tuple[int, int]]:
+    """Every missing pair of the rumble (for tests and checks)."""
+    return {
+        (a, b)
+        for a, b in db.execute("SELECT bot_id, opponent_id FROM missing_pairings WHERE rumble_id = ?", (rumble_id,))
+    }

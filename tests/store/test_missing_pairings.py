@@ -1,0 +1,116 @@
+"""The missing pairings table (rumble/store/missing_pairings.py) follows bots entering, retiring,
+meeting and being held in the priority queue, and a rebuild or the migration computes the same."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from datetime import timedelta
+
+from conftest import battle
+
+from rumble import ingest, store
+from rumble.rebuild import rebuild_rumble
+from rumble.store import bots, missing_pairings
+from rumble.store.migrations import migrate, migration_files
+from rumble.store.rumbles import rumble_id
+
+GAME = "roborumble"
+
+
+def _play(db, clock, first: str, second: str, offset: int = 0) -> None:
+    result = replace(battle(first, second, time_ms=clock.now_ms() + offset), received_at=store.format_time(clock.now()))
+    with store.write(db):
+        ingest.apply_battle(db, result, 35, 3)
+
+
+def _missing(db) -> set[frozenset[str]]:
+    names = {bots.find_bot(db, f"{c.lower()}.{c} 1"): c for c in "ABCDE"}
+    return {frozenset((names[a], names[b])) for a, b in missing_pairings.pairs_of(db, rumble_id(db, GAME))}
+
+
+def _triangle_and_newcomer(db, clock) -> None:
+    """A, B and C have met each other; D enters with a battle against A."""
+    for n, (x, y) in enumerate([("A", "B"), ("B", "C"), ("A", "C"), ("D", "A")]):
+        _play(db, clock, f"{x.lower()}.{x} 1", f"{y.lower()}.{y} 1", n)
+
+
+def test_a_newcomer_lacks_every_active_participant_but_the_one_it_played(db, clock):
+    _triangle_and_newcomer(db, clock)
+    assert _missing(db) == {frozenset("BD"), frozenset("CD")}
+
+
+def test_a_retired_bot_lacks_nothing_and_comes_back_lacking_only_the_unplayed(db, clock):
+    _triangle_and_newcomer(db, clock)
+    rid, d = rumble_id(db, GAME), bots.find_bot(db, "d.D 1")
+    with store.write(db):
+        ingest.retire(db, rid, d, store.utc_now(), "test")
+    assert _missing(db) == set()
+    _play(db, clock, "e.E 1", "a.A 1", 10)  # E enters while D is retired: it lacks B and C, not D
+    assert _missing(db) == {frozenset("BE"), frozenset("CE")}
+    with store.write(db):
+        ingest.restore(db, rid, d, store.utc_now(), "test")
+    assert _missing(db) == {frozenset(p) for p in ("BD", "CD", "DE", "BE", "CE")}
+
+
+def test_pairs_queued_as_priority_battles_are_held_out_until_forgotten(db, clock):
+    _triangle_and_newcomer(db, clock)
+    now = clock.now()
+    with store.write(db):
+        first = ingest.next_priority_battle(db, GAME, 8, 3, 5.0, random.Random(1), now)
+    assert set(first) <= {"b.B 1", "c.C 1", "d.D 1"} and "d.D 1" in first  # a missing pairing first
+    assert _missing(db) == set()  # both missing pairings are queued now
+    with store.write(db):  # six minutes later the hold of five has passed: unplayed pairs may be asked for again
+        for _ in range(8):  # empty the queue (the rest of the batch is handed out)
+            ingest.next_priority_battle(db, GAME, 8, 3, 5.0, random.Random(1), now)
+        ingest.next_priority_battle(db, GAME, 8, 3, 5.0, random.Random(1), now + timedelta(minutes=6))
+    # Both came back and one was queued again at once (it is first in the new batch); none of it is lost.
+    queued = {frozenset(p) for p in db.execute("SELECT bot_id, opponent_id FROM priority_battles").fetchall()}
+    ids = {bots.find_bot(db, f"{c.lower()}.{c} 1"): c for c in "BCD"}
+    held = {frozenset(ids.get(x, "?") for x in pair) for pair in queued}
+    assert {frozenset("BD"), frozenset("CD")} <= held | _missing(db)
+
+
+def test_the_table_kept_up_to_date_equals_a_refill_and_a_rebuild(db, clock):
+    _triangle_and_newcomer(db, clock)
+    _play(db, clock, "e.E 1", "b.B 1", 10)
+    _play(db, clock, "e.E 1", "d.D 1", 11)
+    kept = _missing(db)
+    assert kept == {frozenset(p) for p in ("BD", "CD", "AE", "CE")}
+    rid = rumble_id(db, GAME)
+    with store.write(db):
+        missing_pairings.refill(db, rid)
+    assert _missing(db) == kept
+    with store.write(db):
+        db.execute("DELETE FROM missing_pairings")
+        rebuild_rumble(db, GAME, 35, 3)
+    assert _missing(db) == kept
+
+
+def test_migration_0018_fills_the_table_from_existing_participants_and_pairings(tmp_path):
+    """Three active bots of which 1 and 2 have met, and a retired 4: only 1-3 and 2-3 are missing."""
+    db = store.connect(tmp_path / "r.db", migrate=False)
+    before = tmp_path / "before"
+    before.mkdir()
+    for path in migration_files():
+        if int(path.name[:4]) < 18:
+            (before / path.name).write_text(path.read_text())
+    migrate(db, before)
+    db.conn.execute(
+        "INSERT INTO rumbles (id, name, rounds, field, melee, teams, division, family, created_at) "
+        "VALUES (7, 'roborumble', 35, '800x600', 0, 0, 'general', 'roborumble', '')"
+    )
+    db.conn.execute(
+        "INSERT INTO participants (rumble_id, bot_id, active, first_seen) "
+        "VALUES (7, 1, 1, ''), (7, 2, 1, ''), (7, 3, 1, ''), (7, 4, 0, '')"
+    )
+    db.conn.execute(
+        "INSERT INTO pairings (rumble_id, bot_id, opponent_id, battles, aps, aps_m2, survival, last_battle) "
+        "VALUES (7, 1, 2, 1, 60, 0, 60, ''), (7, 2, 1, 1, 40, 0, 40, '')"
+    )
+    migrate(db)
+    rows = db.execute("SELECT rumble_id, bot_id, opponent_id, draw FROM missing_pairings ORDER BY bot_id").fetchall()
+    # draw = (a·2654435761 + b·2246822519) mod 2^32, by hand: 1-3 gives 9394903318 mod 4294967296 = 804968726,
+    # 2-3 gives 12049339079 mod 4294967296 = 3459404487.
+    assert rows == [(7, 1, 3, 804968726), (7, 2, 3, 3459404487)]
+    db.close()
