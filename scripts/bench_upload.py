@@ -1,17 +1,29 @@
-"""Upload throughput of `rumble serve` on a full-size 1v1 ladder.
+"""Upload throughput of `rumble serve` against the bare HTTP stack, on a full-size, living 1v1 ladder.
 
 1. Builds (or reuses from the cache) a roborumble of 1,200 bots with every pairing played: the
    1,194 bots of the 2023 LiteRumble snapshot, plus synthesized ones at APS 50. Battle scores are
    sampled around a Bradley-Terry model fitted so that each bot's APS comes out near its real APS;
    the battles go into the log through ``rumble.store.battle_log.append_battle`` and the pairings and
    summaries are computed by ``rumble.rebuild.rebuild_rumble``, in one transaction.
-2. Starts the real server (``python -m rumble serve``) on a copy of that database.
-3. Drives it over loopback with concurrent client processes that send the real client's upload
-   bodies (``format_upload``), one connection per request, as gunicorn's sync workers expect.
-4. Prints uploads/s, p50/p99 latency and errors next to the target, the CPU the server and the
-   clients used, the rate of a bare sqlite3 loop inserting the same rows, and checks that the log
-   grew by exactly the accepted uploads.
+2. Runs each scenario twice, one after the other, with the same load: first against the bare HTTP
+   stack (scripts/bare_http.py: the worker class, worker count and threads of `rumble serve`, a
+   Flask app answering OK), then against the real server (``python -m rumble serve``) on a copy of
+   that database. Scenarios:
+   - ``ladder``: random pairs of the complete ladder;
+   - ``living``: the same, plus --newcomers new bots entering one by one during the measured
+     window, each then in NEWCOMER_SHARE of the uploads (so the rumble has missing pairings to
+     ask for, as a rumble with newcomers does);
+   - ``melee``: meleerumble battles of 10 bots drawn from --melee-bots ladder bots and the
+     newcomers, each uploaded as its 45 pairs, the real client's way (the melee rumble starts
+     empty, so it grows throughout).
+3. Drives the servers over loopback with concurrent client processes that send the real client's
+   upload bodies (``format_upload``), one connection per request, as the real client does.
+4. Prints per run uploads/s, p50/p99 latency, errors and the server's CPU per upload, and per
+   scenario rumble/bare (the goal: at least RATIO_GOAL with p99 under TARGET_P99_MS); for the
+   real server also the rate of a bare sqlite3 loop inserting the same rows, and checks that the
+   log grew by exactly the accepted uploads.
 
+Only ratios taken within one run mean much: the machine's speed varies from day to day.
 Run with the project's venv: ``.venv/bin/python scripts/bench_upload.py --help``.
 """
 
@@ -20,6 +32,7 @@ from __future__ import annotations
 import argparse
 import collections
 import hashlib
+import inspect
 import json
 import multiprocessing
 import os
@@ -31,6 +44,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from http.client import HTTPConnection
 from pathlib import Path
 
@@ -50,8 +64,13 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "real-rumble" / "literumble_ratings_2023-05_wadribot"
 GAME = "roborumble"
 CLIENT = "1.9.3.9"
-TARGET_RATE = 1000.0  # uploads/s, from the issue
+TARGET_RATE = 1000.0  # uploads/s, from issue 4
 TARGET_P99_MS = 50.0
+RATIO_GOAL = 0.5  # rumble/bare, from issue 15
+NEWCOMER_SHARE = 0.1  # of the uploads once a newcomer has entered: one side is a newcomer
+MELEE_FIELD = 10  # bots in a melee battle: 45 pair uploads each
+MELEE_GAME = "meleerumble"
+BARE_SCRIPT = Path(__file__).resolve().parent / "bare_http.py"
 # Spread of one battle's score share around the pairing's expected share: Beta(K·p, K·(1-p)) has
 # a standard deviation of 7.8 points at p = 0.5, about what real 1v1 pairings show battle to battle.
 SHARE_CONCENTRATION = 40.0
@@ -79,6 +98,10 @@ class ClientJob:
     index: int
     start_at: float
     stop_at: float
+    scenario: str = "ladder"
+    newcomers: tuple[str, ...] = ()
+    entry_at: tuple[float, ...] = ()  # when each newcomer enters (``time.time()``)
+    melee_bots: int = 0
 
 
 @dataclass
@@ -205,9 +228,11 @@ def ladder_battles(ladder: Ladder, rumble: RumbleSettings, per_pairing: int, see
 def cache_path(args: argparse.Namespace) -> Path:
     """The cache file for these parameters, input files, schema and this script."""
     digest = hashlib.sha256(json.dumps([args.bots, args.battles_per_pairing, args.seed]).encode())
-    inputs = [args.data / "particip1v1.txt", args.data / f"ratings_{GAME}.txt", Path(__file__)]
+    inputs = [args.data / "particip1v1.txt", args.data / f"ratings_{GAME}.txt"]
     for path in inputs + migration_files():
         digest.update(path.read_bytes())
+    for builder in LADDER_CODE:  # the code that builds the ladder, not the rest of this script
+        digest.update(inspect.getsource(builder).encode())
     return args.workdir / f"{cache_prefix(args)}{digest.hexdigest()[:12]}.db"
 
 
@@ -260,6 +285,10 @@ def append_ladder(db: store.Store, ladder: Ladder, rumble: RumbleSettings, per_p
     now = store.utc_now()
     for name in ladder.names:
         ingest.activate(db, rid, bots.bot_id(db, name, now), now)
+
+
+LADDER_CODE = (read_snapshot, load_ladder, fit_strengths, expected_shares, sample_figures, to_battle, ladder_battles)
+LADDER_CODE += (build_database, append_ladder)
 
 
 def ladder_database(args: argparse.Namespace, ladder: Ladder, rumble: RumbleSettings) -> Path:
@@ -319,6 +348,14 @@ def start_server(db: Path, port: int, workers: int, log: Path) -> subprocess.Pop
     env = {**os.environ, "RUMBLE_BATCH_INTERVAL_MINUTES": "0"}
     with log.open("wb") as out:
         server = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
+    return wait_until_serving(server, port, log, stop_server)
+
+
+def start_bare(port: int, workers: int, log: Path) -> subprocess.Popen:
+    """The bare HTTP stack (scripts/bare_http.py), once it answers ``GET /``."""
+    command = [sys.executable, str(BARE_SCRIPT), "--port", str(port), "--workers", str(workers)]
+    with log.open("wb") as out:
+        server = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     return wait_until_serving(server, port, log, stop_server)
 
 
@@ -404,47 +441,96 @@ def answer_error(status: int, text: str) -> str | None:
     return None
 
 
+def send(job: ClientJob, result: ClientResult, battle: Battle, now: float) -> None:
+    """Upload one battle and record what came of it."""
+    body = format_upload(battle)
+    began = time.perf_counter()
+    try:
+        error = answer_error(*post_upload(job.port, body))
+    except OSError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    result.latencies_ms.append((time.perf_counter() - began) * 1000)
+    result.starts.append(now - job.start_at)
+    result.accepted.append(error is None)
+    if error:
+        result.errors.append(error)
+
+
+def entered(job: ClientJob, now: float) -> list[str]:
+    """The newcomers that have entered by ``now``."""
+    return [name for name, at in zip(job.newcomers, job.entry_at, strict=True) if at <= now]
+
+
+def pair_uploads(job: ClientJob, rng: np.random.Generator) -> Iterator[tuple[str, str, list[int]]]:
+    """Random pairs of the ladder (a, b, figures), one side a newcomer in NEWCOMER_SHARE of them
+    once any has entered."""
+    ladder = job.ladder
+    while True:
+        a = rng.integers(0, len(ladder.names), 1024)
+        b = (a + rng.integers(1, len(ladder.names), 1024)) % len(ladder.names)
+        figures = sample_figures(rng, ladder.strength[a] - ladder.strength[b], job.rumble.rounds).tolist()
+        newcomer = rng.random(1024) < NEWCOMER_SHARE
+        for i, j, row, new in zip(a.tolist(), b.tolist(), figures, newcomer.tolist(), strict=True):
+            present = entered(job, time.time()) if new else []
+            yield ladder.names[i], present[rng.integers(len(present))] if present else ladder.names[j], row
+
+
+def melee_battle(job: ClientJob, rng: np.random.Generator) -> list[tuple[str, str, list[int]]]:
+    """One melee battle of MELEE_FIELD bots (ladder bots and entered newcomers) as its pairs (a, b, figures)."""
+    pool = job.ladder.names[: job.melee_bots] + entered(job, time.time())
+    bots = [pool[k] for k in rng.choice(len(pool), MELEE_FIELD, replace=False)]
+    rounds = job.rumble.rounds
+    scores = rng.integers(300, 4000, MELEE_FIELD).tolist()
+    bullets = [int(score * rng.uniform(0.3, 0.6)) for score in scores]
+    firsts = rng.multinomial(rounds, [1 / MELEE_FIELD] * MELEE_FIELD).tolist()
+    return [
+        (bots[x], bots[y], [scores[x], bullets[x], firsts[x], scores[y], bullets[y], firsts[y]])
+        for x in range(MELEE_FIELD)
+        for y in range(x + 1, MELEE_FIELD)
+    ]
+
+
 def run_client(job: ClientJob) -> ClientResult:
-    """One load process: upload random pairs until the stop time, one request at a time."""
-    ladder, rumble = job.ladder, job.rumble
+    """One load process: upload until the stop time, one request at a time."""
     rng = np.random.default_rng([job.seed, job.index])
     uploader = f"bench-{job.index}"
     result, last_ms = ClientResult(), 0
     time.sleep(max(0.0, job.start_at - time.time()))
     cpu_start = time.process_time()
+    pairs = pair_uploads(job, rng)
     while True:
-        a = rng.integers(0, len(ladder.names), 1024)
-        b = (a + rng.integers(1, len(ladder.names), 1024)) % len(ladder.names)
-        figures = sample_figures(rng, ladder.strength[a] - ladder.strength[b], rumble.rounds).tolist()
-        for i, j, row in zip(a.tolist(), b.tolist(), figures, strict=True):
+        # a melee battle's pairs share their client time, as the real client's do
+        uploads = melee_battle(job, rng) if job.scenario == "melee" else [next(pairs)]
+        last_ms = max(int(time.time() * 1000), last_ms + 1)  # unique per uploader: never a duplicate
+        for a, b, row in uploads:
             now = time.time()
             if now >= job.stop_at:
                 result.cpu_seconds = time.process_time() - cpu_start
                 return result
-            last_ms = max(int(now * 1000), last_ms + 1)  # unique per uploader: never a duplicate
-            body = format_upload(to_battle(rumble, ladder.names[i], ladder.names[j], row, last_ms, uploader))
-            began = time.perf_counter()
-            try:
-                error = answer_error(*post_upload(job.port, body))
-            except OSError as exc:
-                error = f"{type(exc).__name__}: {exc}"
-            result.latencies_ms.append((time.perf_counter() - began) * 1000)
-            result.starts.append(now - job.start_at)
-            result.accepted.append(error is None)
-            if error:
-                result.errors.append(error)
+            send(job, result, to_battle(job.rumble, a, b, row, last_ms, uploader), now)
 
 
-def run_load(ladder: Ladder, rumble: RumbleSettings, port: int, args: argparse.Namespace) -> list[ClientResult]:
-    """Run the client processes for warm-up plus measured seconds, with a progress bar."""
+def run_load(
+    ladder: Ladder, rumble: RumbleSettings, port: int, args: argparse.Namespace, scenario: str
+) -> list[ClientResult]:
+    """Run the client processes for warm-up plus measured seconds, with a progress bar. Newcomers
+    (living and melee) enter evenly spread over the measured window."""
     start_at = time.time() + 1.0
     stop_at = start_at + args.warmup + args.seconds
-    jobs = [ClientJob(ladder, rumble, port, args.seed, index, start_at, stop_at) for index in range(args.clients)]
+    count = args.newcomers if scenario != "ladder" else 0
+    newcomers = tuple(f"bench.Newcomer{k:03d} 1.0" for k in range(count))
+    entry_at = tuple(start_at + args.warmup + args.seconds * k / max(1, count) for k in range(count))
+    jobs = [
+        ClientJob(
+            ladder, rumble, port, args.seed, index, start_at, stop_at, scenario, newcomers, entry_at, args.melee_bots
+        )
+        for index in range(args.clients)
+    ]
     with multiprocessing.Pool(args.clients) as pool:
         pending = pool.map_async(run_client, jobs)
         with tqdm(
             total=round(stop_at - time.time()),
-            desc=f"load ({args.clients} clients)",
+            desc=f"{scenario} load ({args.clients} clients)",
             bar_format="{l_bar}{bar}| {n}/{total} s",
         ) as bar:
             while not pending.ready():
@@ -503,8 +589,8 @@ def verdict(passed: bool) -> str:
     return "PASS" if passed else "FAIL"
 
 
-def load_report(results: list[ClientResult], args: argparse.Namespace) -> tuple[float, list[str]]:
-    """Print rate, latency and errors of the measured window; return (uploads/s, errors)."""
+def load_report(results: list[ClientResult], args: argparse.Namespace) -> tuple[float, float, list[str]]:
+    """Print rate, latency and errors of the measured window; return (uploads/s, p99 in ms, errors)."""
     starts = np.concatenate([r.starts for r in results])
     latencies = np.concatenate([r.latencies_ms for r in results])
     accepted = np.concatenate([r.accepted for r in results]).astype(bool)
@@ -530,11 +616,12 @@ def load_report(results: list[ClientResult], args: argparse.Namespace) -> tuple[
     print(f"errors        {len(errors):9d}")
     for error, count in collections.Counter(errors).most_common(10):
         print(f"    {count:7d} x {error}")
-    return rate, errors
+    return rate, p99, errors
 
 
-def cpu_report(server_cpu: float, results: list[ClientResult], args: argparse.Namespace) -> None:
-    """Print the CPU the server and the clients used during the load, against the machine's cores."""
+def cpu_report(server_cpu: float, results: list[ClientResult], args: argparse.Namespace) -> float:
+    """Print the CPU the server and the clients used during the load, against the machine's cores;
+    return the server's ms of CPU per upload."""
     uploads = max(1, sum(len(r.starts) for r in results))
     client_cpu = sum(r.cpu_seconds for r in results)
     span = args.warmup + args.seconds
@@ -542,6 +629,7 @@ def cpu_report(server_cpu: float, results: list[ClientResult], args: argparse.Na
         f"CPU           server {server_cpu / span:.2f} cores ({1000 * server_cpu / uploads:.2f} ms/upload), clients "
         f"{client_cpu / span:.2f} cores ({1000 * client_cpu / uploads:.2f} ms/upload), of {os.cpu_count()} cores"
     )
+    return 1000 * server_cpu / uploads
 
 
 def bare_report(run_db: Path, preloaded: int, rate: float, workdir: Path) -> None:
@@ -629,6 +717,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--seconds", type=at_least(1.0, float), default=20.0, help="measured duration of the load")
     parser.add_argument(
+        "--scenario",
+        nargs="+",
+        choices=("ladder", "living", "melee"),
+        default=["living", "melee"],
+        help="scenarios to run, each against the bare HTTP stack and then the real server",
+    )
+    parser.add_argument(
+        "--newcomers", type=at_least(0), default=10, help="new bots entering during a living or melee run"
+    )
+    parser.add_argument(
+        "--melee-bots", type=at_least(MELEE_FIELD), default=100, help="ladder bots that fight in the melee scenario"
+    )
+    parser.add_argument(
         "--warmup",
         type=at_least(0.0, float),
         default=2.0,
@@ -637,33 +738,88 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    rumble = load_rumbles(settings.load()["RUMBLES_FILE"])[GAME]
-    print(f"rumble        {rumble.name}: {rumble.rounds} rounds, field {rumble.field}, client {CLIENT}")
-    ladder = load_ladder(args.data, args.bots, args.seed)
-    cached = ladder_database(args, ladder, rumble)
+@dataclass(frozen=True)
+class Run:
+    """One server's figures under one scenario's load."""
+
+    rate: float
+    p99_ms: float
+    cpu_ms: float  # server CPU per upload
+    ok: bool  # no failed upload (and, for the real server, a consistent log)
+
+
+def measure(
+    start: Callable[[int, int, Path], subprocess.Popen], label: str, ladder: Ladder, rumble: RumbleSettings, args
+) -> tuple[list[ClientResult], float]:
+    """Start a server with ``start(port, workers, log)``, run the scenario's load, stop it: the
+    clients' results and the server's CPU seconds."""
+    port, log = free_port(), args.workdir / f"{label}-{os.getpid()}.log"
+    server = start(port, args.workers, log)
+    print(f"server        {label}, {args.workers} workers on 127.0.0.1:{port} (output in {log})")
+    try:
+        workers = process_tree(server.pid)
+        cpu = cpu_seconds(workers)
+        results = run_load(ladder, rumble, port, args, args.current)
+        return results, cpu_seconds(workers) - cpu
+    finally:
+        stop_server(server)
+
+
+def run_scenario(scenario: str, cached: Path, ladder: Ladder, rumbles: dict, args) -> tuple[Run, Run]:
+    """The scenario's load against the bare stack, then against `rumble serve` on a fresh copy."""
+    args.current = scenario
+    rumble = rumbles[MELEE_GAME if scenario == "melee" else GAME]
+    print(f"\n=== {scenario}: {rumble.name}, " + scenario_words(scenario, args))
+    results, cpu = measure(start_bare, "bare", ladder, rumble, args)
+    rate, p99, errors = load_report(results, args)
+    bare = Run(rate, p99, cpu_report(cpu, results, args), not errors)
     run_db = args.workdir / f"run-{os.getpid()}.db"
     shutil.copyfile(cached, run_db)
     try:
-        preloaded = ladder_report(run_db, ladder, rumble.name)
-        port, log = free_port(), args.workdir / "server.log"
-        server = start_server(run_db, port, args.workers, log)
-        print(f"server        python -m rumble serve --workers {args.workers} on 127.0.0.1:{port} (output in {log})")
-        try:
-            workers = process_tree(server.pid)
-            server_cpu = cpu_seconds(workers)
-            results = run_load(ladder, rumble, port, args)
-            server_cpu = cpu_seconds(workers) - server_cpu
-        finally:
-            stop_server(server)
-        rate, errors = load_report(results, args)
-        cpu_report(server_cpu, results, args)
+        preloaded = ladder_report(run_db, ladder, GAME)
+        results, cpu = measure(partial(start_server, run_db), "rumble", ladder, rumble, args)
+        rate, p99, errors = load_report(results, args)
+        cpu_ms = cpu_report(cpu, results, args)
         bare_report(run_db, preloaded, rate, args.workdir)
         consistent = consistency_report(run_db, preloaded, results)
     finally:
         remove_database(run_db)
-    return 0 if consistent and not errors else 1
+    return bare, Run(rate, p99, cpu_ms, consistent and not errors)
+
+
+def scenario_words(scenario: str, args) -> str:
+    """What the scenario's clients upload, in words."""
+    if scenario == "ladder":
+        return "random pairs of the complete ladder"
+    newcomers = f"{args.newcomers} newcomers entering during the measured {args.seconds:g} s"
+    if scenario == "living":
+        return f"random pairs of the complete ladder, {newcomers} (each then in {NEWCOMER_SHARE:.0%} of the uploads)"
+    return f"battles of {MELEE_FIELD} of {args.melee_bots} ladder bots and the {newcomers}, 45 pair uploads each"
+
+
+def summary(runs: dict[str, tuple[Run, Run]]) -> None:
+    """One line per scenario: the real server against the bare stack, and the goal's verdict."""
+    print(f"\n{'scenario':10} {'bare/s':>8} {'rumble/s':>9} {'rumble/bare':>12} {'p99 ms':>8} {'CPU ms/upload':>14}")
+    for scenario, (bare, rumble) in runs.items():
+        ratio = rumble.rate / bare.rate if bare.rate else float("nan")
+        passed = ratio >= RATIO_GOAL and rumble.p99_ms < TARGET_P99_MS
+        print(
+            f"{scenario:10} {bare.rate:8.0f} {rumble.rate:9.0f} {ratio:12.3f} {rumble.p99_ms:8.1f} "
+            f"{rumble.cpu_ms:6.2f} (bare {bare.cpu_ms:.2f})   goal >= {RATIO_GOAL} with p99 < {TARGET_P99_MS:.0f} ms: "
+            f"{verdict(passed)}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    rumbles = load_rumbles(settings.load()["RUMBLES_FILE"])
+    rumble = rumbles[GAME]
+    print(f"rumble        {rumble.name}: {rumble.rounds} rounds, field {rumble.field}, client {CLIENT}")
+    ladder = load_ladder(args.data, args.bots, args.seed)
+    cached = ladder_database(args, ladder, rumble)
+    runs = {scenario: run_scenario(scenario, cached, ladder, rumbles, args) for scenario in args.scenario}
+    summary(runs)
+    return 0 if all(bare.ok and real.ok for bare, real in runs.values()) else 1
 
 
 if __name__ == "__main__":

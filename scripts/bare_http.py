@@ -1,0 +1,69 @@
+"""The bare HTTP stack of ``rumble serve``, for bench_upload.py's baseline: the same gunicorn worker
+class (``rumble.serving.DeadlineThreadWorker``), worker count, threads, keep-alive and connection
+limit, serving a Flask app that reads the upload's body and answers ``OK`` (no database).
+
+Run: ``.venv/bin/python scripts/bare_http.py --port 8001 --workers 2``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from flask import Flask, request
+from gunicorn.app.base import BaseApplication
+
+from rumble import settings
+from rumble.cli import KEEPALIVE_SECONDS
+
+
+def bare_app() -> Flask:
+    """A Flask app answering every upload ``OK`` and ``GET /`` (for the readiness check) with a line."""
+    app = Flask("bare")
+
+    @app.get("/")
+    def index() -> str:
+        return "bare\n"
+
+    @app.post("/UploadedResults")
+    def uploaded() -> tuple[str, int, dict[str, str]]:
+        request.get_data()
+        return "OK\n", 200, {"Content-Type": "text/plain"}
+
+    return app
+
+
+class BareServer(BaseApplication):
+    """gunicorn configured as ``rumble serve`` configures it (rumble/cli.py), around ``bare_app``."""
+
+    def __init__(self, port: int, workers: int) -> None:
+        self.port, self.workers = port, workers
+        super().__init__()
+
+    def load_config(self) -> None:
+        threads = settings.load()["THREADS"]
+        self.cfg.set("bind", f"127.0.0.1:{self.port}")
+        self.cfg.set("workers", self.workers)
+        self.cfg.set("worker_class", "rumble.serving.DeadlineThreadWorker")
+        self.cfg.set("threads", threads)
+        self.cfg.set("keepalive", KEEPALIVE_SECONDS)
+        self.cfg.set("sendfile", False)
+        self.cfg.set("accesslog", None)
+        if "control_socket_disable" in self.cfg.settings:
+            self.cfg.set("control_socket_disable", True)
+
+    def load(self) -> Flask:
+        return bare_app()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    BareServer(args.port, args.workers).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
