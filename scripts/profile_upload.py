@@ -1,0 +1,107 @@
+"""Where an upload's server time goes: cProfile around the WSGI app, in one process.
+
+Copies bench_upload.py's cached 1,200-bot ladder, builds the app as a `rumble serve` worker does
+(``create_app(preload_fields=True)``, no batch schedule) and posts --uploads real-format upload bodies
+through Flask's test client (the whole WSGI app: routing, parsing, the write transaction, the
+answer), in the living scenario of bench_upload.py (random ladder pairs; --newcomers new bots
+entering evenly during the run, each then in 10 % of the uploads) or the melee one. Prints the
+functions with the most cumulative and the most own time, and writes the raw profile (--out) for
+``python -m pstats``. gunicorn's own overhead is not in it (bench_upload.py's bare run measures that).
+
+Run with the project's venv: ``.venv/bin/python scripts/profile_upload.py --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_upload  # noqa: E402  (the ladder and the load of the upload benchmark)
+
+from rumble import settings  # noqa: E402
+from rumble.app import create_app  # noqa: E402
+from rumble.protocol.games import load_rumbles  # noqa: E402
+from rumble.protocol.upload import format_upload  # noqa: E402
+
+
+def bodies(ladder: bench_upload.Ladder, rumbles: dict, args: argparse.Namespace) -> list[bytes]:
+    """The upload bodies, newcomers entering evenly over them (as bench_upload.py's clients send)."""
+    scenario = "melee" if args.melee else "living"
+    rumble = rumbles[bench_upload.MELEE_GAME if args.melee else bench_upload.GAME]
+    newcomers = tuple(f"bench.Newcomer{k:03d} 1.0" for k in range(args.newcomers))
+    rng = np.random.default_rng(11)
+    plain = bench_upload.ClientJob(ladder, rumble, 0, 1, 0, 0.0, 0.0, scenario)
+    pairs = bench_upload.pair_uploads(plain, rng)  # ladder pairs; newcomers put in below
+    found: list[bytes] = []
+    last_ms = int(time.time() * 1000) - 10 * args.uploads
+    while len(found) < args.uploads:
+        entered = min(args.newcomers, len(found) * args.newcomers // args.uploads + 1)
+        if args.melee:
+            entry_at = (0.0,) * entered + (float("inf"),) * (args.newcomers - entered)
+            job = bench_upload.ClientJob(
+                ladder, rumble, 0, 1, 0, 0.0, 0.0, scenario, newcomers, entry_at, args.melee_bots
+            )
+            uploads = bench_upload.melee_battle(job, rng)
+        else:
+            a, b, row = next(pairs)
+            if newcomers and rng.random() < bench_upload.NEWCOMER_SHARE:
+                b = newcomers[int(rng.integers(entered))]
+            uploads = [(a, b, row)]
+        last_ms += 1
+        for a, b, row in uploads:
+            found.append(format_upload(bench_upload.to_battle(rumble, a, b, row, last_ms, "profile")))
+    return found[: args.uploads]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--uploads", type=int, default=3000, help="uploads profiled")
+    parser.add_argument("--newcomers", type=int, default=10, help="new bots entering during the run")
+    parser.add_argument("--melee", action="store_true", help="meleerumble battles as 45 pairs each")
+    parser.add_argument("--melee-bots", type=int, default=100, help="ladder bots in the melee battles")
+    parser.add_argument("--top", type=int, default=30, help="functions listed per order")
+    parser.add_argument("--out", type=Path, help="write the raw profile here")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/rumble-bench"), help="bench_upload.py's cache")
+    args = parser.parse_args(argv)
+    upload_args = bench_upload.parse_args(["--workdir", str(args.workdir)])
+    rumbles = load_rumbles(settings.load()["RUMBLES_FILE"])
+    ladder = bench_upload.load_ladder(upload_args.data, upload_args.bots, upload_args.seed)
+    cached = bench_upload.ladder_database(upload_args, ladder, rumbles[bench_upload.GAME])
+    copy = args.workdir / "profile-run.db"
+    bench_upload.remove_database(copy)
+    shutil.copyfile(cached, copy)
+    try:
+        client = create_app({"DB": str(copy), "BATCH_INTERVAL_MINUTES": 0}, preload_fields=True).test_client()
+        sent = bodies(ladder, rumbles, args)
+        profile = cProfile.Profile()
+        began = time.perf_counter()
+        profile.enable()
+        for body in sent:
+            answer = client.post("/UploadedResults", data=body).get_data(as_text=True)
+            if "OK" not in answer or "ERROR" in answer:
+                raise RuntimeError(f"upload not accepted: {answer!r}")
+        profile.disable()
+        spent = time.perf_counter() - began
+    finally:
+        bench_upload.remove_database(copy)
+    print(f"{len(sent)} uploads in {spent:.2f} s under the profiler: {1000 * spent / len(sent):.3f} ms each")
+    if args.out:
+        profile.dump_stats(args.out)
+    for order in ("cumulative", "tottime"):
+        text = io.StringIO()
+        pstats.Stats(profile, stream=text).sort_stats(order).print_stats(args.top)
+        print(text.getvalue().split("\n", 6)[-1] if order == "tottime" else text.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
