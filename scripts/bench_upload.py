@@ -511,7 +511,7 @@ def run_client(job: ClientJob) -> ClientResult:
 
 
 def run_load(
-    ladder: Ladder, rumble: RumbleSettings, port: int, args: argparse.Namespace, scenario: str
+    ladder: Ladder, rumble: RumbleSettings, port: int, args: argparse.Namespace, scenario: str = "ladder"
 ) -> list[ClientResult]:
     """Run the client processes for warm-up plus measured seconds, with a progress bar. Newcomers
     (living and melee) enter evenly spread over the measured window."""
@@ -519,11 +519,10 @@ def run_load(
     stop_at = start_at + args.warmup + args.seconds
     count = args.newcomers if scenario != "ladder" else 0
     newcomers = tuple(f"bench.Newcomer{k:03d} 1.0" for k in range(count))
+    melee_bots = getattr(args, "melee_bots", 0)  # other benchmarks (bench_exports.py) run the ladder scenario
     entry_at = tuple(start_at + args.warmup + args.seconds * k / max(1, count) for k in range(count))
     jobs = [
-        ClientJob(
-            ladder, rumble, port, args.seed, index, start_at, stop_at, scenario, newcomers, entry_at, args.melee_bots
-        )
+        ClientJob(ladder, rumble, port, args.seed, index, start_at, stop_at, scenario, newcomers, entry_at, melee_bots)
         for index in range(args.clients)
     ]
     with multiprocessing.Pool(args.clients) as pool:
