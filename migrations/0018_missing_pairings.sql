@@ -4,7 +4,7 @@
 -- rumble/store/missing_pairings.py), so choosing costs an index probe however many pairings are
 -- missing. bot_id < opponent_id. draw is a fixed pseudo-random key of the pair in [0, 2^32)
 -- (a multiplicative hash, Knuth's 2654435761 and xxHash's 2246822519 primes): the chooser reads
--- the rows from a random key onwards, which draws missing pairings uniformly at random.
+-- the rows from a random key onwards, a random draw in which every pair is about equally likely.
 CREATE TABLE missing_pairings (
     rumble_id INTEGER NOT NULL,
     bot_id INTEGER NOT NULL,

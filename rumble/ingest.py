@@ -31,7 +31,7 @@ from rumble.store import (
 )
 from rumble.store.rumbles import by_survival, known_rumble_id
 
-MISSING_DRAWN = 4  # missing pairings read per pair of a batch: enough for a melee batch's cap to find others
+MISSING_DRAWN = 4  # missing pairings read per pair of a batch: a wider window to draw from, and room for a melee cap
 
 
 @dataclass(frozen=True)
@@ -228,8 +228,9 @@ def _choose_batch(
     taken: set[tuple[int, int]] = set()
     cap = priority.melee_cap(batch) if melee_battles.is_melee(db, rumble_id) else None
     counts: dict[int, int] = {}
-    # A uniform draw of missing pairings: a bot comes up in proportion to how many it lacks.
+    # A random draw of missing pairings, each about equally likely: a bot comes up in proportion to how many it lacks.
     drawn = missing_pairings.draw(db, rumble_id, rng.randrange(missing_pairings.DRAW_KEYS), MISSING_DRAWN * batch)
+    rng.shuffle(drawn)  # any of the window, not its first keys: evens out the gaps between keys
     for pair in drawn:
         chosen += priority.within_cap([(*pair, "missing")], counts, cap)
         taken.add(pair)

@@ -2,9 +2,11 @@
 
 Order of preference, after LiteRumble's 2026 scheme (peers.md section 1):
 
-1. missing pairings: a pair of active participants that have never met, drawn uniformly at random
-   (so a bot comes up in proportion to how many pairings it lacks, as drawing the bot weighted by
-   that number and then one of its unmet opponents would);
+1. missing pairings: pairs of active participants that have never met, drawn at random: the pairs
+   whose fixed pseudo-random keys follow a random key (rumble.store.missing_pairings.draw). Every
+   pair is about equally likely (the batch is drawn from a window of several times its size, whose
+   span of the key space varies little), so a bot comes up in proportion to how many pairings it lacks, as
+   drawing the bot weighted by that number and then one of its unmet opponents would;
 2. pairings with fewer than ``min_battles`` battles, fewest first (their CI is undefined or
    meaningless);
 3. the pairings where one more battle shrinks the APS uncertainty most: the variance reduction

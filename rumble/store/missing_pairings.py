@@ -69,7 +69,9 @@ def refill(db: Store, rumble_id: int) -> int:
 
 def draw(db: Store, rumble_id: int, start: int, limit: int) -> list[tuple[int, int]]:
     """Up to ``limit`` pairs in draw-key order from key ``start`` on, going round to key 0 if
-    needed: with a random ``start``, a uniform random draw of missing pairings."""
+    needed. With a random ``start``, a random draw of missing pairings in which each pair is about
+    equally likely: a pair's chance to be among the first k is the key space its k predecessors
+    span, k/N of it on average for N pairs, the more even the larger k."""
     sql = "SELECT bot_id, opponent_id FROM missing_pairings WHERE rumble_id = ? AND draw {} ? ORDER BY draw LIMIT ?"
     found = db.execute(sql.format(">="), (rumble_id, start, limit)).fetchall()
     if len(found) < limit:

@@ -114,3 +114,32 @@ def test_migration_0018_fills_the_table_from_existing_participants_and_pairings(
     # 2-3 gives 12049339079 mod 4294967296 = 3459404487.
     assert rows == [(7, 1, 3, 804968726), (7, 2, 3, 3459404487)]
     db.close()
+
+
+class _Undo(Exception):
+    """Raised inside a write transaction to roll it back."""
+
+
+def test_every_missing_pairing_is_about_equally_likely_in_a_batch(db, clock):
+    """Ten bots that have met nobody: 45 missing pairings, a batch takes 8, so over 600 batches
+    each pairing is expected 600·8/45 = 106.7 times; none may be drawn under half or over 1.5
+    times that (the draw's window evens out the gaps between keys; chance alone rarely moves a
+    count by more than 3 standard deviations, sqrt(106.7) ≈ 10)."""
+    rid = rumble_id(db, GAME)
+    now = store.utc_now()
+    with store.write(db):
+        for k in range(10):
+            ingest.activate(db, rid, bots.bot_id(db, f"p.Bot{k} 1", now), now)
+    assert len(missing_pairings.pairs_of(db, rid)) == 45
+    rng, counts = random.Random(5), {}
+    for _ in range(600):
+        try:
+            with store.write(db):
+                ingest.next_priority_battle(db, GAME, 8, 3, 5.0, rng, clock.now())
+                for pair in db.execute("SELECT bot_id, opponent_id FROM priority_battles").fetchall():
+                    counts[pair] = counts.get(pair, 0) + 1
+                raise _Undo
+        except _Undo:
+            pass
+    assert len(counts) == 45 and sum(counts.values()) == 600 * 8
+    assert 0.5 * 106.7 <= min(counts.values()) and max(counts.values()) <= 1.5 * 106.7, sorted(counts.values())
