@@ -64,8 +64,8 @@ def set_active(db: Store, rumble_id: int, bot: int, active: bool, now: str) -> N
     )
 
 
-def sync_active(db: Store, rumble_id: int, flags: dict[int, bool], now: str) -> int:
-    """Set each participant's active flag to ``flags[bot]`` where it differs; the number changed.
+def sync_active(db: Store, rumble_id: int, flags: dict[int, bool], now: str) -> list[tuple[int, bool]]:
+    """Set each participant's active flag to ``flags[bot]`` where it differs; the bots changed, with their new flag.
 
     A rebuild's replay decides who is active: a bot revived by a battle that was since rolled back
     is retired again (its retirement time kept if it had one)."""
@@ -80,7 +80,7 @@ def sync_active(db: Store, rumble_id: int, flags: dict[int, bool], now: str) -> 
         "WHERE rumble_id = ? AND bot_id = ?",
         changed,
     )
-    return len(changed)
+    return [(bot, bool(active)) for active, _, _, _, bot in changed]
 
 
 def participant_names(db: Store, rumble_id: int, active_only: bool = True) -> dict[str, int]:

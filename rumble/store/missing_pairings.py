@@ -54,6 +54,25 @@ def restore_pairs(db: Store, rumble_id: int, pairs: Iterable[tuple[int, int]]) -
     )
 
 
+def follow(
+    db: Store,
+    rumble_id: int,
+    played: Iterable[tuple[int, int]],
+    unplayed: Iterable[tuple[int, int]],
+    flags: Iterable[tuple[int, bool]],
+) -> None:
+    """Follow a rewrite of the rumble's pairings and active flags (a maintenance swap), once both
+    are written: pairs (either order) that now have a pairing, pairs whose pairing was deleted, and
+    bots whose flag changed, with the new flag. Costs what changed, not the whole rumble."""
+    drop_pairs(db, rumble_id, sorted({(min(a, b), max(a, b)) for a, b in played}))
+    restore_pairs(db, rumble_id, sorted({(min(a, b), max(a, b)) for a, b in unplayed}))
+    for bot, active in flags:
+        if active:
+            add_bot(db, rumble_id, bot)
+        else:
+            drop_bot(db, rumble_id, bot)
+
+
 def refill(db: Store, rumble_id: int) -> int:
     """Recompute the rumble's missing pairings from its participants, pairings and queue (after a
     rebuild or a maintenance job rewrote them); the number of pairs."""

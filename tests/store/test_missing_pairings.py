@@ -9,9 +9,9 @@ from datetime import timedelta
 
 from conftest import battle
 
-from rumble import ingest, store
+from rumble import ingest, maintenance, store
 from rumble.rebuild import rebuild_rumble
-from rumble.store import bots, missing_pairings
+from rumble.store import battle_states, bots, missing_pairings
 from rumble.store.migrations import migrate, migration_files
 from rumble.store.rumbles import rumble_id
 
@@ -85,6 +85,21 @@ def test_the_table_kept_up_to_date_equals_a_refill_and_a_rebuild(db, clock):
         db.execute("DELETE FROM missing_pairings")
         rebuild_rumble(db, GAME, 35, 3)
     assert _missing(db) == kept
+
+
+def test_a_rollback_swapped_in_by_a_maintenance_job_makes_its_pairing_missing_again(db, clock):
+    _triangle_and_newcomer(db, clock)  # battle 3 is A-C, the only battle of that pairing
+    (ac,) = db.execute("SELECT id FROM battles WHERE id = 3").fetchone()
+
+    def roll_back(db, job) -> None:
+        battle_states.set_state_of(db, [ac], ["ok"], "removed")
+
+    with maintenance.one_at_a_time(db):
+        maintenance.recompute(db, GAME, 35, 3, moved=frozenset({ac}), moved_to="removed", in_swap=roll_back)
+    assert _missing(db) == {frozenset("AC"), frozenset("BD"), frozenset("CD")}
+    with store.write(db):
+        missing_pairings.refill(db, rumble_id(db, GAME))
+    assert _missing(db) == {frozenset("AC"), frozenset("BD"), frozenset("CD")}
 
 
 def test_migration_0018_fills_the_table_from_existing_participants_and_pairings(tmp_path):
