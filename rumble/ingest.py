@@ -19,6 +19,7 @@ from rumble.rankings import scores
 from rumble.rankings.scores import Pairing, Totals
 from rumble.ratings import online
 from rumble.store import Store, battle_log, bots, format_time, melee_battles, pairings, priority_queue, rating_rows
+from rumble.store.confirmation_queue import pop_for_uploader  # issue 14: unconfirmed pairings
 from rumble.store.rumbles import by_survival
 from rumble.store.rumbles import rumble_id as find_rumble_id
 
@@ -180,12 +181,21 @@ def _shift_opponents(db: Store, rumble_id: int, bot: int, sign: int) -> None:
 
 
 def next_priority_battle(
-    db: Store, game: str, batch: int, min_battles: int, hold_minutes: float, rng: random.Random, now_dt: datetime
+    db: Store,
+    game: str,
+    batch: int,
+    min_battles: int,
+    hold_minutes: float,
+    rng: random.Random,
+    now_dt: datetime,
+    uploader: str | None = None,
 ) -> tuple[str, str] | None:
-    """Hand out the rumble's next priority battle, choosing a new batch when the queue is empty."""
+    """Hand out the rumble's next priority battle, choosing a new batch when the queue is empty.
+    ``uploader`` gets first a waiting pairing only another uploader has played (rumble.store.confirmation_queue)."""
     rumble_id = find_rumble_id(db, game)
     now = format_time(now_dt)
-    found = priority_queue.pop_waiting(db, rumble_id, now)
+    found = pop_for_uploader(db, rumble_id, uploader, now) if uploader is not None else None
+    found = found or priority_queue.pop_waiting(db, rumble_id, now)
     if found is not None:
         return found
     for a, b in priority_queue.forget_handed_out(db, rumble_id, format_time(now_dt - timedelta(minutes=hold_minutes))):
@@ -196,7 +206,8 @@ def next_priority_battle(
     if not pairs:
         return None
     priority_queue.enqueue(db, rumble_id, pairs, now)
-    return priority_queue.pop_waiting(db, rumble_id, now)
+    found = pop_for_uploader(db, rumble_id, uploader, now) if uploader is not None else None
+    return found or priority_queue.pop_waiting(db, rumble_id, now)
 
 
 def _choose_batch(

@@ -16,12 +16,14 @@ from flask import Blueprint, Response, current_app, jsonify, render_template, re
 
 from rumble import exports
 from rumble.parameters import MAX_PAGE, ParameterError, whole_number
+from rumble.rankings.uploader_consistency import ALPHA
 from rumble.store import batch_runs, details, export, history, read
 from rumble.store.rumbles import rumble_rows
 from rumble.store.tables import RANKING_COLUMNS, RANKING_ORDER
 from rumble.web import clock, get_db, now
 from rumble.web.lookup import BATCH_TITLES, NotFound, found_or_404, rumble_or_404
 from rumble.web.page_data import MELEE_TITLES, ranking_table, stats_page
+from rumble.web.uploader_data import uploader_table, with_confirmation
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 DEFAULT_LIMIT, MAX_LIMIT = 100, 5000
@@ -67,7 +69,8 @@ ENDPOINTS = [
         },
         "fields": f"game, bot: {{name, active}}, summary: {{aps, aps_ci, pwin, pl, survival, pairings, battles, last_battle, wins, draws, "
         f"losses, ratings, batch}}, versions: [{{{', '.join(details.VERSION_COLUMNS)}}}], {PAGE_FIELDS}: [{{name, active, aps, "
-        "aps_ci, survival, battles, last_battle, expected, pbi, knnpbi, npp, opponent_aps}]",
+        "aps_ci, survival, battles, last_battle, expected, pbi, knnpbi, npp, opponent_aps, confirmed (false: every battle "
+        "from one uploader), sole_uploader}], unconfirmed (how many pairings are)",
     },
     {
         "rule": "/api/v1/rumbles/<game>/bots/<path:name>/history",
@@ -94,6 +97,14 @@ ENDPOINTS = [
         "fields": f"game, bota, botb, common, a_aps, b_aps, a_survival, b_survival, diff: {{mean, low, high, confidence, method}}, verdict, "
         f"win_probability, head_to_head, {PAGE_FIELDS}: [{{name, a_aps, b_aps, diff, a_survival, b_survival, diff_survival, "
         "a_battles, b_battles, opponent_aps}]",
+    },
+    {
+        "rule": "/api/v1/rumbles/<game>/uploaders",
+        "summary": "Each uploader's consistency with the other uploaders on the same pairings, flagged ones first "
+        "(/ScoreExplanation#uploaders; flagged when the Holm-corrected p is below alpha).",
+        "params": {**PAGINATION},
+        "fields": f"game, alpha, {PAGE_FIELDS}: [{{uploader, battles, pairings_shared, tested, z, p, p_raw, rms_z, "
+        "p_dispersion, bias_z, p_bias, flagged, reason, top_bots: [{bot, battles, mean_residual, t}]}]",
     },
     {
         "rule": "/api/v1/stats",
@@ -226,7 +237,7 @@ def bot(game: str, name: str) -> Response:
         game,
         name,
     )
-    pairings = page.pop("pairings")
+    pairings = with_confirmation(get_db(), rumble_or_404(game), page).pop("pairings")
     return jsonify({"game": game, "order": order, **page, **_paginated(pairings)})
 
 
@@ -258,6 +269,12 @@ def compare(game: str) -> Response:
     )
     rows = page.pop("rows")
     return jsonify({"game": game, "order": order, **page, **_paginated(rows)})
+
+
+@bp.get("/rumbles/<game>/uploaders")
+def uploaders(game: str) -> Response:
+    items = uploader_table(get_db(), rumble_or_404(game))
+    return jsonify({"game": game, "alpha": ALPHA, **_paginated(items)})
 
 
 @bp.get("/stats")

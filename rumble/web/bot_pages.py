@@ -12,6 +12,7 @@ from rumble.store import details, melee_battles
 from rumble.web import get_db, now
 from rumble.web.cells import pairing_cells
 from rumble.web.lookup import BATCH_TITLES, NotFound, found_or_404, rumble_or_404
+from rumble.web.uploader_data import with_confirmation
 
 PAIRING_TITLES = {
     "aps": "APS",
@@ -58,6 +59,7 @@ def bot_details() -> Response | str:
         game,
         name,
     )
+    with_confirmation(get_db(), rumble_or_404(game), page)  # unconfirmed pairings: one uploader only
     if current_app.extensions["rumble.rumbles"][game].melee:
         page["melee"] = _melee(melee_battles.bot_page(get_db(), rumble_or_404(game), page["bot"]["name"]))
     if request.args.get("api") == "1":

@@ -9,12 +9,14 @@ from urllib.parse import quote_plus
 from flask import Blueprint, abort, current_app, jsonify, render_template, request
 
 from rumble.parameters import MAX_PAGE, ParameterError, whole_number
+from rumble.rankings.uploader_consistency import ALPHA
 from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import batch_runs, tables
 from rumble.store.rumbles import rumble_id, rumble_rows
 from rumble.web import cells, get_db, now
 from rumble.web.lookup import BATCH_TITLES
 from rumble.web.page_data import MELEE_TITLES, columns, ranking_table, stats_page
+from rumble.web.uploader_data import uploader_table
 
 bp = Blueprint("pages", __name__)
 MAX_LIMIT = 100_000  # rows a /Rankings page may ask for: every bot of any rumble (by default a page has them all)
@@ -130,6 +132,9 @@ def rumble_stats():
     if game is not None and game not in current_app.extensions["rumble.rumbles"]:
         abort(404, description=f"There is no rumble called {game!r}.")
     page = stats_page(get_db(), game)
+    # one rumble's uploader consistency (rumble.web.uploader_data); every rumble at once would scan every log
+    page["consistency"] = uploader_table(get_db(), rumble_id(get_db(), game)) if game else []
+    page["alpha"] = ALPHA
     if request.args.get("api") == "1":
         return jsonify(page)
     return render_template("rumble_stats.html", **page)
