@@ -39,7 +39,7 @@ def create_app(config: dict[str, Any] | None = None, preload_fields: bool = Fals
     app.register_error_handler(NotFound, failure)  # unknown rumbles and bots, in plain words (the API has its own)
     app.register_blueprint(api.bp)
     admin.init_app(app)
-    app.register_blueprint(admin.bp)
+    app.register_blueprint(admin.bp)  # with admin.uploaders nested in it (rumble/web/admin_uploaders.py)
     app.register_blueprint(feed.bp)  # /feed, the Atom feed of ladder events
     wrap_wsgi(app, values)
     if preload_fields:

@@ -333,19 +333,24 @@ def _verdict(uploader: str, battles: int, found: Found, pool: Reference, pooled:
     return verdict
 
 
+def _p_text(p: float | None) -> str:
+    """A p-value for reading: three significant digits, or "< 1e-300" where it underflows."""
+    return "< 1e-300" if p is not None and p < P_FLOOR else f"= {p:.3g}"
+
+
 def _reason(v: Verdict, alpha: float, min_battles: int) -> str:
     """Plain words for a verdict."""
     if not v.tested:
         return f"not tested: fewer than {min_battles} battles on pairings other uploaders also played"
     if not v.flagged:
-        return f"consistent with the other uploaders (corrected p = {v.p:.3g} ≥ {alpha})"
+        return f"consistent with the other uploaders (corrected p {_p_text(v.p)} ≥ {alpha})"
     if (v.p_dispersion or 0.0) <= (v.p_bias or 0.0):
         return (
             f"flagged: its battles scatter {v.rms_z:.1f} times as widely as the other uploaders' "
-            f"(dispersion p = {v.p_dispersion:.3g}, corrected p = {v.p:.3g} < {alpha})"
+            f"(dispersion p {_p_text(v.p_dispersion)}, corrected p {_p_text(v.p)} < {alpha})"
         )
     top = v.top_bots[0]
     return (
         f"flagged: {top['bot']} scores {top['mean_residual']:+.1f} points against the other uploaders' "
-        f"consensus over {top['battles']} battles (bias p = {v.p_bias:.3g}, corrected p = {v.p:.3g} < {alpha})"
+        f"consensus over {top['battles']} battles (bias p {_p_text(v.p_bias)}, corrected p {_p_text(v.p)} < {alpha})"
     )
