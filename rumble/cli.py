@@ -17,6 +17,7 @@ from tqdm import tqdm
 from rumble.cli_admin import register as register_admin_commands
 from rumble.cli_support import db_option, open_database, settings_for
 from rumble.protocol.games import load_rumbles
+from rumble.rankings.batch import METHODS
 
 KEEPALIVE_SECONDS = 5  # a kept-alive connection waits this long for its next request, in the poller (no thread)
 
@@ -264,16 +265,7 @@ def export(db: str | None, game: str | None, fmt: str, file) -> None:
         conn.close()
 
 
-RANK_METHODS = (
-    "all",
-    "schulze",
-    "ranked_pairs",
-    "copeland",
-    "borda",
-    "batch_elo",
-    "npp",
-    "vote",
-)  # rankings.batch.METHODS
+RANK_METHODS = ("all", *METHODS)  # rumble rank --method
 
 
 @cli.command()
@@ -316,9 +308,11 @@ def rank(db: str | None, game: str | None, matrix_file: Path | None, method: str
     methods = RANK_METHODS[1:] if method == "all" else (method,)
     with tqdm(total=len(methods), desc="rank", unit="method", disable=None, delay=1.0) as bar:
         progress = lambda _: bar.update(1)  # noqa: E731
-        names, kept, ranks, failures = (
-            _rank_game(db, game, method, progress) if game else _rank_file(matrix_file, methods, progress)
-        )
+        if game is not None:
+            names, kept, ranks, failures = _rank_game(db, game, method, progress)
+        else:
+            assert matrix_file is not None  # exactly one of the two, checked above
+            names, kept, ranks, failures = _rank_file(matrix_file, methods, progress)
     for name, reason in failures.items():
         click.echo(f"rumble rank: {name} failed: {reason}", err=True)
     if len(failures) == len(methods):

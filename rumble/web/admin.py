@@ -15,7 +15,7 @@ from flask.sessions import SecureCookieSessionInterface
 from rumble import ingest, integrity, maintenance_jobs, overrides, store
 from rumble.rankings.uploader_consistency import ALPHA
 from rumble.store import admin_sessions, battle_states, bots, maintainers, removals, stats
-from rumble.store.rumbles import rumble_id
+from rumble.store.rumbles import known_rumble_id, rumble_id
 from rumble.web import admin_auth, admin_uploaders, get_db, now
 from rumble.web.admin_auth import admin_required, csrf_token
 from rumble.web.body import MalformedBody, form_or_json
@@ -93,7 +93,7 @@ def audit_page():
         return jsonify(rows)
     games = sorted(current_app.extensions["rumble.rumbles"])
     chosen = request.args.get("uploaders")  # the rumble whose uploader-consistency table to show, if any
-    consistency = uploader_table(db, rumble_id(db, chosen)) if chosen in games else None
+    consistency = uploader_table(db, known_rumble_id(db, chosen)) if chosen is not None and chosen in games else None
     csrf = csrf_token() if g.admin_via == "session" else ""
     return render_template(
         "admin.html",

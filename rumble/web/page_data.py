@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from rumble.rankings import page_figures, ties
 from rumble.ratings import weng_lin
+from rumble.ratings.columns import RATINGS
 from rumble.ratings.online import provisional
 from rumble.store import format_time, melee_battles, stats, tables, upload_stats
 from rumble.store.rumbles import rumble_id, rumble_rows
@@ -22,11 +23,7 @@ COLUMN_TITLES = {
     "pwin": "PWIN",
     "pl": "PL",
     "survival": "Survival",
-    "elo": "Elo",
-    "glicko": "Glicko ± 2RD",
-    "glicko2": "Glicko-2 ± 2RD",
-    "rank_points": "RP",
-    "xonstat": "XonStat Elo",
+    **{rating.name: rating.title for rating in RATINGS},  # rumble.ratings.columns
     "pairings": "Pairings",
     "battles": "Battles",
     "last_battle": "Last battle (UTC)",
@@ -75,13 +72,16 @@ def with_melee(rows: list[dict], found: dict, order: str | None, moment: float) 
     melee battles, and its XonStat Elo from whole battles; sort by ``order`` if it is one of those."""
     for row in rows:
         rating = found.get(row["name"])
-        sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, moment) if rating else None
+        if rating is None:
+            row.update(mu=None, sigma=None, conservative=None, melee_battles=0, xonstat=None)
+            continue
+        sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, moment)
         row.update(
-            mu=rating.mu if rating else None,
+            mu=rating.mu,
             sigma=sigma,
-            conservative=weng_lin.conservative(rating.mu, sigma) if rating else None,
-            melee_battles=rating.battles if rating else 0,
-            xonstat=rating.xonstat if rating else None,
+            conservative=weng_lin.conservative(rating.mu, sigma),
+            melee_battles=rating.battles,
+            xonstat=rating.xonstat,
         )
     if order:
         key, descending = order.lstrip("-"), order.startswith("-")

@@ -12,7 +12,7 @@ from rumble.parameters import MAX_PAGE, ParameterError, whole_number
 from rumble.rankings.uploader_consistency import ALPHA
 from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import batch_runs, tables
-from rumble.store.rumbles import rumble_id, rumble_rows
+from rumble.store.rumbles import known_rumble_id, rumble_rows
 from rumble.web import cells, get_db, now
 from rumble.web.lookup import BATCH_TITLES
 from rumble.web.page_data import MELEE_TITLES, columns, ranking_table, stats_page
@@ -69,7 +69,7 @@ def rankings():
         abort(404, description=f"There is no rumble called {game!r}.")
     order = request.args.get("order", "-aps")
     db = get_db()
-    rid = rumble_id(db, game)
+    rid = known_rumble_id(db, game)
     melee = current_app.extensions["rumble.rumbles"][game].melee
     try:
         rows, state, banner = ranking_table(db, rid, order, now().timestamp(), melee)
@@ -108,7 +108,7 @@ def alternative_rankings():
     game = request.args.get("game", "roborumble")
     if game not in current_app.extensions["rumble.rumbles"]:
         abort(404, description=f"There is no rumble called {game!r}.")
-    page = batch_runs.alternative_rankings(get_db(), rumble_id(get_db(), game), tuple(BATCH_TITLES))
+    page = batch_runs.alternative_rankings(get_db(), known_rumble_id(get_db(), game), tuple(BATCH_TITLES))
     if request.args.get("api") == "1":
         return jsonify({"game": game, **page})
     return render_template("alternative_rankings.html", game=game, titles={"aps": "APS", **BATCH_TITLES}, **page)
@@ -133,7 +133,7 @@ def rumble_stats():
         abort(404, description=f"There is no rumble called {game!r}.")
     page = stats_page(get_db(), game)
     # one rumble's uploader consistency (rumble.web.uploader_data); every rumble at once would scan every log
-    page["consistency"] = uploader_table(get_db(), rumble_id(get_db(), game)) if game else []
+    page["consistency"] = uploader_table(get_db(), known_rumble_id(get_db(), game)) if game else []
     page["alpha"] = ALPHA
     if request.args.get("api") == "1":
         return jsonify(page)
