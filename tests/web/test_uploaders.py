@@ -215,3 +215,17 @@ def test_feed_lists_completions_new_leaders_retirements_and_flags(app, client, u
 def test_feed_of_an_unknown_rumble_is_a_404(client):
     answer = client.get("/feed/nosuch")
     assert answer.status_code == 404 and "nosuch" in answer.get_data(as_text=True)
+
+
+def test_the_uploader_table_is_kept_until_the_rumble_changed_and_it_is_old_enough(app, client, upload, clock):
+    now = clock.now_ms()
+    upload(battle("a.A 1", "b.B 1", uploader="U1", time_ms=now))
+
+    def battles() -> int:
+        return client.get("/api/v1/rumbles/roborumble/uploaders").json["items"][0]["battles"]
+
+    assert battles() == 1
+    upload(battle("a.A 1", "b.B 1", uploader="U1", time_ms=now - 1))
+    assert battles() == 1  # changed, but the kept table is younger than UPLOADERS_MAX_AGE_MINUTES (5)
+    app.config["RUMBLE"]["UPLOADERS_MAX_AGE_MINUTES"] = 0
+    assert battles() == 2  # changed, and any age is old enough now
