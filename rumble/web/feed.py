@@ -16,7 +16,7 @@ from rumble.store import format_time, ladder_events, read, stats, uploader_battl
 from rumble.web import get_db, now
 from rumble.web.lookup import rumble_or_404
 from rumble.web.page_data import public_source
-from rumble.web.uploader_data import uploader_table
+from rumble.web.uploader_data import kept, uploader_table
 
 bp = Blueprint("feed", __name__)
 ATOM = "http://www.w3.org/2005/Atom"
@@ -33,8 +33,13 @@ def atom_time(stored: str) -> str:
 
 
 def events(db, game: str) -> list[dict]:
-    """The ladder events of one rumble: kind, key (what makes it one event), title, summary, time, link."""
+    """The ladder events of one rumble, kept per worker like the uploader table (uploader_data.kept)."""
     rid = rumble_or_404(game)
+    return kept(db, rid, "feed", lambda: read_events(db, game, rid))
+
+
+def read_events(db, game: str, rid: int) -> list[dict]:
+    """The ladder events of one rumble: kind, key (what makes it one event), title, summary, time, link."""
     since = format_time(now() - timedelta(days=FEED_DAYS))
     with read(db):
         complete = ladder_events.completions(db, rid, since)

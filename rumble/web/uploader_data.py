@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from collections.abc import Callable
 
 from flask import current_app
 
@@ -14,25 +15,34 @@ from rumble.rankings import rollback_preview
 from rumble.rankings.uploader_consistency import Share, consistency
 from rumble.store import Store, bots, export, read, uploader_battles
 
-# (database file, rumble id) -> (the rumble's log version, monotonic time computed, rows): per worker
-_TABLES: dict[tuple[str, int], tuple[tuple, float, list[dict]]] = {}
+# (database file, rumble id, what) -> (the rumble's log version, monotonic time computed, rows): per worker
+_TABLES: dict[tuple[str, int, str], tuple[tuple, float, list[dict]]] = {}
 _TABLES_LOCK = threading.Lock()
 
 
 def uploader_table(db: Store, rid: int) -> list[dict]:
     """Each uploader of the rumble with its consistency figures, flagged ones first. It reads the
-    rumble's whole log (seconds on a large ladder), so the rows are kept per worker and computed
-    again only once the rumble has changed (store.export.log_version) and UPLOADERS_MAX_AGE_MINUTES
-    have passed."""
+    rumble's whole log (seconds on a large ladder), so the rows are kept (``kept``)."""
+
+    def compute() -> list[dict]:
+        with read(db):
+            battles = uploader_battles.battle_shares(db, rid)
+        return [v.as_dict() for v in consistency([Share(u, a, b, pa) for u, a, b, pa, _ in battles])]
+
+    return kept(db, rid, "uploaders", compute)
+
+
+def kept(db: Store, rid: int, what: str, compute: Callable[[], list[dict]]) -> list[dict]:
+    """``compute()``'s rows for the rumble, kept per worker and computed again only once the rumble
+    has changed (store.export.log_version) and UPLOADERS_MAX_AGE_MINUTES have passed; a copy."""
     max_age = 60.0 * current_app.config["RUMBLE"]["UPLOADERS_MAX_AGE_MINUTES"]
+    key = (current_app.config["RUMBLE"]["DB"], rid, what)
     with read(db):
-        key = (db.execute("PRAGMA database_list").fetchone()[2], rid)
         version = export.log_version(db, rid)
-        kept = _TABLES.get(key)
-        if kept is not None and (kept[0] == version or time.monotonic() - kept[1] < max_age):
-            return copy.deepcopy(kept[2])
-        battles = uploader_battles.battle_shares(db, rid)
-    rows = [v.as_dict() for v in consistency([Share(u, a, b, pa) for u, a, b, pa, _ in battles])]
+    found = _TABLES.get(key)
+    if found is not None and (found[0] == version or time.monotonic() - found[1] < max_age):
+        return copy.deepcopy(found[2])
+    rows = compute()
     with _TABLES_LOCK:
         _TABLES[key] = (version, time.monotonic(), rows)
     return copy.deepcopy(rows)
