@@ -3,7 +3,7 @@
 1. LOS calibration: ``--bots`` bots with true strengths; pairing (a, b) has a true APS
    100/(1 + e^(s_b − s_a)); each battle's score % is drawn from a Beta law with that mean
    (concentration ``--kappa``, a per-battle spread of about 12 points, as real 35-round battles), and
-   each pairing gets 1 to ``--max-battles`` battles. The pairings go through rumble's own scores
+   each pairing gets ``--min-battles`` to ``--max-battles`` battles. The pairings go through rumble's own scores
    (rankings.scores: Welford's variance, LiteRumble's APS interval) and superiority.py. Of the
    ordered pairs given LOS ≥ 0.95 it prints the share truly ordered that way (true APS = the mean of
    the true pairing APS), for every pair and for the adjacent pairs ("LOS to next"), and a
@@ -42,7 +42,9 @@ def beta_scores(rng: np.random.Generator, mean: np.ndarray, kappa: float) -> np.
     return 100.0 * rng.beta(m * kappa, (1 - m) * kappa)
 
 
-def simulate_los(rng: np.random.Generator, bots: int, kappa: float, max_battles: int) -> list[tuple[float, bool, bool]]:
+def simulate_los(
+    rng: np.random.Generator, bots: int, kappa: float, battles: tuple[int, int]
+) -> list[tuple[float, bool, bool]]:
     """(LOS(a > b), truly a > b, adjacent) for every pair of one simulated rumble, a above b by APS."""
     strength = rng.normal(0.0, 0.35, bots)
     true_p = 100.0 / (1.0 + np.exp(strength[None, :] - strength[:, None]))  # true_p[a, b]: a's APS vs b
@@ -51,7 +53,7 @@ def simulate_los(rng: np.random.Generator, bots: int, kappa: float, max_battles:
     pairings: dict[tuple[int, int], Pairing] = {}
     for a in range(bots):
         for b in range(a + 1, bots):
-            n = int(rng.integers(1, max_battles + 1))
+            n = int(rng.integers(battles[0], battles[1] + 1))
             scores = beta_scores(rng, np.full(n, true_p[a, b]), kappa)
             pa, pb = Pairing(), Pairing()
             for x in scores:
@@ -76,8 +78,11 @@ def report_los(args: argparse.Namespace) -> None:
     rng = np.random.default_rng(args.seed)
     rows: list[tuple[float, bool, bool]] = []
     for _ in tqdm(range(args.rumbles), desc="LOS rumbles", file=sys.stderr):
-        rows += simulate_los(rng, args.bots, args.kappa, args.max_battles)
-    print(f"LOS calibration: {args.rumbles} rumbles of {args.bots} bots, 1 to {args.max_battles} battles a pairing")
+        rows += simulate_los(rng, args.bots, args.kappa, (args.min_battles, args.max_battles))
+    print(
+        f"LOS calibration: {args.rumbles} rumbles of {args.bots} bots, "
+        f"{args.min_battles} to {args.max_battles} battles a pairing"
+    )
     for label, chosen in (("all pairs", rows), ("adjacent pairs (LOS to next)", [r for r in rows if r[2]])):
         sure = [truth for p, truth, _ in chosen if p is not None and p >= 0.95]
         share = sum(sure) / len(sure) if sure else float("nan")
@@ -156,6 +161,7 @@ def main() -> None:
     parser.add_argument("--kappa", type=float, default=15.0, help="Beta concentration of a battle's score %%")
     parser.add_argument("--bots", type=int, default=80)
     parser.add_argument("--rumbles", type=int, default=10)
+    parser.add_argument("--min-battles", type=int, default=2, help="1 shows the APS CI's blind spot (README)")
     parser.add_argument("--max-battles", type=int, default=4)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--opponents", type=int, default=500)

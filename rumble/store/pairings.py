@@ -132,3 +132,22 @@ def all_participant_ids(db: Store, rumble_id: int) -> list[int]:
         row[0]
         for row in db.execute("SELECT bot_id FROM participants WHERE rumble_id = ? ORDER BY bot_id", (rumble_id,))
     ]
+
+
+def moments_by_name(
+    db: Store, rumble_id: int, pairs: list[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[int, float]]:
+    """(battles, aps_m2) of the pairing of each (bot, opponent) in ``pairs``, by full names, for
+    those that exist (the likelihood of superiority needs the shared pairing's variance)."""
+    found: dict[tuple[str, str], tuple[int, float]] = {}
+    for start in range(0, len(pairs), 400):  # two bound parameters a pair, within SQLite's limit
+        chunk = pairs[start : start + 400]
+        rows = db.execute(
+            f"WITH wanted(a, b) AS (VALUES {', '.join('(?, ?)' for _ in chunk)}) "
+            "SELECT wanted.a, wanted.b, x.battles, x.aps_m2 FROM wanted "
+            "JOIN bots ba ON ba.full_name = wanted.a JOIN bots bb ON bb.full_name = wanted.b "
+            "JOIN pairings x ON x.rumble_id = ? AND x.bot_id = ba.id AND x.opponent_id = bb.id",
+            (*(name for pair in chunk for name in pair), rumble_id),
+        ).fetchall()
+        found.update({(a, b): (battles, m2) for a, b, battles, m2 in rows})
+    return found

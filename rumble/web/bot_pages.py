@@ -9,7 +9,7 @@ from flask import Blueprint, Response, current_app, jsonify, render_template, re
 from rumble.ratings import weng_lin
 from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import details, melee_battles
-from rumble.web import get_db, now
+from rumble.web import confidence_data, get_db, now
 from rumble.web.cells import pairing_cells
 from rumble.web.lookup import BATCH_TITLES, NotFound, found_or_404, rumble_or_404
 
@@ -125,6 +125,7 @@ def bot_compare() -> Response | str:
         a,
         b,
     )
+    page["version_test"] = confidence_data.version_test_of(page)  # issue 14 item 4: A (new) against B (old)
     if args.get("api") == "1":
         return jsonify({"game": game, **page})
     return render_template("bot_compare.html", game=game, order=order, titles=COMPARE_TITLES, **page)

@@ -12,7 +12,7 @@ from rumble.parameters import MAX_PAGE, ParameterError, whole_number
 from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import batch_runs, tables
 from rumble.store.rumbles import rumble_id, rumble_rows
-from rumble.web import cells, get_db, now
+from rumble.web import cells, confidence_data, get_db, now
 from rumble.web.lookup import BATCH_TITLES
 from rumble.web.page_data import MELEE_TITLES, columns, ranking_table, stats_page
 
@@ -107,6 +107,7 @@ def alternative_rankings():
     if game not in current_app.extensions["rumble.rumbles"]:
         abort(404, description=f"There is no rumble called {game!r}.")
     page = batch_runs.alternative_rankings(get_db(), rumble_id(get_db(), game), tuple(BATCH_TITLES))
+    page["los_matrix"] = confidence_data.los_matrix(get_db(), rumble_id(get_db(), game))  # issue 14 item 3
     if request.args.get("api") == "1":
         return jsonify({"game": game, **page})
     return render_template("alternative_rankings.html", game=game, titles={"aps": "APS", **BATCH_TITLES}, **page)
