@@ -31,7 +31,7 @@ def create_app(config: dict[str, Any] | None = None, preload_fields: bool = Fals
     from rumble.web import admin, api, body, bot_pages, client, pages, plots
     from rumble.web.lookup import NotFound, failure
 
-    app.wsgi_app = body.guard_input(app.wsgi_app)  # a body that cannot be read is a 400, never a 500
+    app.wsgi_app = body.guard_input(app.wsgi_app)  # type: ignore[method-assign]  # a body that cannot be read is a 400, never a 500
     app.register_blueprint(client.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(bot_pages.bp)  # /BotDetails, /Pairing, /BotCompare

@@ -316,9 +316,11 @@ def rank(db: str | None, game: str | None, matrix_file: Path | None, method: str
     methods = RANK_METHODS[1:] if method == "all" else (method,)
     with tqdm(total=len(methods), desc="rank", unit="method", disable=None, delay=1.0) as bar:
         progress = lambda _: bar.update(1)  # noqa: E731
-        names, kept, ranks, failures = (
-            _rank_game(db, game, method, progress) if game else _rank_file(matrix_file, methods, progress)
-        )
+        if game is not None:
+            names, kept, ranks, failures = _rank_game(db, game, method, progress)
+        else:
+            assert matrix_file is not None  # exactly one of the two, checked above
+            names, kept, ranks, failures = _rank_file(matrix_file, methods, progress)
     for name, reason in failures.items():
         click.echo(f"rumble rank: {name} failed: {reason}", err=True)
     if len(failures) == len(methods):

@@ -185,11 +185,13 @@ def create_token(db: str | None, name: str) -> None:
     if not name or len(name) > 100:
         raise click.BadParameter("a name of 1 to 100 characters", param_hint="NAME")
     token = new_token()
+    new_id = token_id(token)
+    assert new_id is not None  # a new token always carries its id
     _, conn = _open(db)
     try:
         who = _maintainer(conn)
         with store.write(conn):
-            add_maintainer(conn, name, token_id(token), hash_token(token), store.utc_now())
+            add_maintainer(conn, name, new_id, hash_token(token), store.utc_now())
             audit(conn, who, "create-token", {"maintainer": name}, 0, store.utc_now())
     except MaintainerExists as error:
         raise click.ClickException(str(error)) from None
@@ -297,7 +299,7 @@ def _battle_command(action: str, summary: str):
                 with store.read(conn):
                     max_id = maintenance_jobs.newest_battle(conn)
                 with tqdm(desc=action, unit="battle", disable=None) as bar:
-                    shown = [None]
+                    shown: list[str | None] = [None]
 
                     def progress(game: str, done: int, total: int) -> None:
                         if shown[0] != game:  # a new rumble: its own count

@@ -45,7 +45,8 @@ def demo_battles(game: str, rounds: int, field: str, count: int, seed: int = 7) 
     strength["sample.SittingDuck 1.0"] = -3.0
     pairs = [(a, b) for i, a in enumerate(DEMO_BOTS) for b in DEMO_BOTS[i + 1 :]]
     while len(pairs) < count:
-        pairs.append(tuple(rng.sample(DEMO_BOTS, 2)))
+        a, b = rng.sample(DEMO_BOTS, 2)
+        pairs.append((a, b))
     now_ms = int(time.time() * 1000)
     result = []
     for n, (a, b) in enumerate(pairs[:count]):

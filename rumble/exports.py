@@ -140,6 +140,8 @@ def table_writer(
         with export.snapshot(db_path) as conn:
             version = with_clock(export.log_version(conn, rumble_id), hourly)
             if table == "rankings":
+                if rankings is None:
+                    raise ValueError("the rankings export needs the function that reads the table")
                 columns, rows = rankings(conn, rumble_id)
             else:
                 columns = list(export.PAIRING_COLUMNS if table == "pairings" else export.BATTLE_COLUMNS)
@@ -249,9 +251,9 @@ class Snapshots:
         """Write a new snapshot of ``name`` through a temporary file renamed into place, then remove
         the older ones (call while holding ``build_lock``)."""
         folder = self.folder(game)
-        handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+        handle, temporary_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
         os.close(handle)
-        temporary = Path(temporary)
+        temporary = Path(temporary_name)
         try:
             version = writer(temporary)
             with open(temporary, "rb+") as file:

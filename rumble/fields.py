@@ -89,7 +89,7 @@ def current(db: Store, rumble_id: int) -> RumbleCopy:
     swapped = (
         rating_rows.swap_after(db, rumble_id, copy.seen[2]) if copy is not None and copy.seen[2] != seen[2] else None
     )
-    if swapped is not None:
+    if swapped is not None and copy is not None:
         _catch_up(db, rumble_id, copy, swapped)
     elif copy is None or copy.seen[2] != seen[2]:
         copy = db.shared[_key(rumble_id)] = load(db, rumble_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from rumble.battle import Battle
 from rumble.store import Store, bots
-from rumble.store.rumbles import rumble_id as find_rumble_id
+from rumble.store.rumbles import known_rumble_id
 
 
 def refusal(db: Store, battle: Battle, since: str, new_bots_per_hour: int, max_participants: int) -> str | None:
@@ -31,7 +31,7 @@ def refusal(db: Store, battle: Battle, since: str, new_bots_per_hour: int, max_p
                 f"too many new bots from your address: {made} in the last hour, at most {new_bots_per_hour}; "
                 f"{unknown[0]} is not added"
             )
-    rumble_id = find_rumble_id(db, battle.game)
+    rumble_id = known_rumble_id(db, battle.game)
     joining = [
         name for name, found in known.items() if found is None or bots.participant_state(db, rumble_id, found) is None
     ]

@@ -19,8 +19,7 @@ from rumble.rankings import scores
 from rumble.rankings.scores import Pairing, Totals
 from rumble.ratings import online
 from rumble.store import Store, battle_log, bots, format_time, melee_battles, pairings, priority_queue, rating_rows
-from rumble.store.rumbles import by_survival
-from rumble.store.rumbles import rumble_id as find_rumble_id
+from rumble.store.rumbles import by_survival, known_rumble_id
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,7 @@ class Applied:
 
 def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Applied:
     """Log ``battle`` and update its pairings and the two bots' summaries and ratings (caller holds the transaction)."""
-    rumble_id = find_rumble_id(db, battle.game)
+    rumble_id = known_rumble_id(db, battle.game)
     if rumble_id is None:
         raise LookupError(f"rumble {battle.game!r} is not in the database")
     when = battle.received_at
@@ -183,7 +182,7 @@ def next_priority_battle(
     db: Store, game: str, batch: int, min_battles: int, hold_minutes: float, rng: random.Random, now_dt: datetime
 ) -> tuple[str, str] | None:
     """Hand out the rumble's next priority battle, choosing a new batch when the queue is empty."""
-    rumble_id = find_rumble_id(db, game)
+    rumble_id = known_rumble_id(db, game)
     now = format_time(now_dt)
     found = priority_queue.pop_waiting(db, rumble_id, now)
     if found is not None:

@@ -87,7 +87,7 @@ def rank_matrix(
     bots into groups, or with no finite maximum) is reported in ``failures``; the others still run.
     ``progress`` is called with each method's name once it is done.
     """
-    kept = present(d).any(axis=1)
+    kept: np.ndarray = np.asarray(present(d).any(axis=1))
     sub = d[np.ix_(kept, kept)]
     sub_wins = sub if wins is None else wins[np.ix_(kept, kept)]
     ranks, failures = {"aps": aps_ranking(sub)}, {}
@@ -114,7 +114,7 @@ def run_rumble(
     if rid is None:
         raise KeyError(game)
     complete = methods is None
-    chosen = tuple(METHODS) if complete else methods
+    chosen = tuple(METHODS) if methods is None else methods
     started, clock = store.utc_now(), time.perf_counter()
     with store.read(db):
         matrix, seen = batch_runs.read_matrix(db, rid), batch_runs.seen(db, rid)

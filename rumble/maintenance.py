@@ -216,6 +216,8 @@ def _values(p: scores.Pairing) -> tuple:
 def _swap(db: Store, job: Job, min_battles: int) -> None:
     """Write the replay over the live tables where they differ (caller holds the write transaction)."""
     replay, base = job.replay, job.base
+    if base is None:
+        raise ValueError("a job is swapped in only after its comparison with the live tables (job.base)")
     rid, state, changed = replay.rumble_id, replay.state, replay.changed or {}
     rebuild.add_participants(db, replay)  # a participant without a counted battle, as a full rebuild has it
     active = {bot: replay.field.is_active(bot) for bot in replay.field.ids}

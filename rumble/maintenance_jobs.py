@@ -166,7 +166,9 @@ def run(db_path: str, job_id: int, synchronous: str = "NORMAL") -> dict:
             with store.write(side):
                 job_queue.set_progress(side, job_id, "done")
                 job_queue.finish_job(side, job_id, utc_now(), result=result)
-        return job_queue.job(side, job_id)
+        finished = job_queue.job(side, job_id)
+        assert finished is not None  # the row this function claimed
+        return finished
     finally:
         side.close()
         db.close()

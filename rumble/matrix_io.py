@@ -111,7 +111,7 @@ def result_rows(names: list[str], kept: np.ndarray, ranks: dict[str, Ranking]) -
     last with empty values.
     """
     positions = np.flatnonzero(kept).tolist()
-    rows = [{"name": name} for name in names]
+    rows: list[dict[str, str | int | float | None]] = [{"name": name} for name in names]
     for method, ranking in ranks.items():
         for row in rows:
             row[f"{method}_rank"] = None

@@ -14,7 +14,7 @@ battles as they were fought.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, overload
 
 from rumble.parameters import ParameterError, whole_number
 from rumble.protocol.games import ConfigError, RumbleSettings, field_size
@@ -39,7 +39,12 @@ class Effective:
     def accepted_clients(self, default: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(self.stored.get((SERVER, "ACCEPTED_CLIENTS"), default))
 
+    @overload
+    def rumble(self, settings: RumbleSettings) -> RumbleSettings: ...
+    @overload
+    def rumble(self, settings: None) -> None: ...
     def rumble(self, settings: RumbleSettings | None) -> RumbleSettings | None:
+        """``settings`` as maintainers changed them from /admin (None for an unknown rumble)."""
         if settings is None:
             return None
         changes = {key: self.stored[settings.name, key] for key in RUMBLE_KEYS if (settings.name, key) in self.stored}

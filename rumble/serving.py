@@ -38,6 +38,7 @@ import struct
 import threading
 import time
 from functools import partial
+from typing import Any
 
 from gunicorn import http
 from gunicorn.workers.gthread import TConn, ThreadWorker
@@ -143,7 +144,7 @@ class DeadlineThreadWorker(ThreadWorker):
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
-        self.wsgi = partial(_timed_input, self.wsgi, self)
+        self.wsgi: Any = partial(_timed_input, self.wsgi, self)
 
     def accept(self, listener) -> None:
         """A new connection waits in the poller, not a thread, for its first byte (READ_TIMEOUT_SECONDS at most)."""

@@ -8,7 +8,7 @@ checks that the README documents each one.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,10 @@ def _csv(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def default_db_path(environ: dict[str, str] | None = None) -> Path:
+def default_db_path(environ: Mapping[str, str] | None = None) -> Path:
     """The database file used when neither --db nor RUMBLE_DB names one (XDG data directory)."""
-    environ = os.environ if environ is None else environ
-    base = environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "rumble" / "rumble.db"
 
 
@@ -175,13 +175,13 @@ SETTINGS = (
 _BY_NAME = {setting.name: setting for setting in SETTINGS}
 
 
-def load(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> dict[str, Any]:
+def load(overrides: dict[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Return every setting's value: overrides, then RUMBLE_* variables, then defaults."""
-    environ = os.environ if environ is None else environ
+    env: Mapping[str, str] = os.environ if environ is None else environ
     values: dict[str, Any] = {}
     for setting in SETTINGS:
         value = setting.default
-        raw = environ.get("RUMBLE_" + setting.name)
+        raw = env.get("RUMBLE_" + setting.name)
         if raw is not None:
             value = setting.parse(raw)
         values[setting.name] = value
@@ -190,7 +190,7 @@ def load(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None
             raise KeyError(f"unknown setting {name!r}")
         values[name] = value
     if values["DB"] is None:
-        values["DB"] = str(default_db_path(environ))
+        values["DB"] = str(default_db_path(env))
     if values["CLOCK"] is None:
         values["CLOCK"] = Clock()
     return values

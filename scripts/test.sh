@@ -8,9 +8,11 @@
 #   those tests are skipped, except under CI where they must run.
 # - Python packages: rumble and its test extra, into ./.venv (created if missing).
 #
-# Without arguments it runs the whole suite, then the suite less the end-to-end tests again with
-# the clock 400 days ahead (faketime), so a test that depends on today's date fails here, not on
-# some later day. With arguments it runs pytest with them, once.
+# Without arguments it first checks the style (ruff's linter and formatter over rumble/, tests/ and
+# scripts/, then mypy over rumble/, as configured in pyproject.toml), then runs the whole suite, then
+# the suite less the end-to-end tests again with the clock 400 days ahead (faketime), so a test that
+# depends on today's date fails here, not on some later day. With arguments it runs pytest with
+# them, once.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -38,6 +40,10 @@ fi
 if [ $# -gt 0 ]; then
   exec .venv/bin/python -m pytest "$@"
 fi
+echo "scripts/test.sh: style: ruff check, ruff format --check, mypy"
+.venv/bin/ruff check rumble tests scripts
+.venv/bin/ruff format --check rumble tests scripts
+.venv/bin/mypy
 .venv/bin/python -m pytest
 if ! command -v faketime >/dev/null 2>&1; then
   if [ "${CI:-}" = true ]; then echo "scripts/test.sh: faketime is missing; CI must run the shifted-clock tests" >&2; exit 1; fi

@@ -38,8 +38,7 @@ def annotate(rows: list[dict], methods: list[str], reference: str = "aps") -> li
 
 
 def _disagreement(row: dict, methods: list[str], reference: str) -> dict:
-    ranks = {m: row.get(f"{m}_rank") for m in [reference, *methods]}
-    ranks = {m: r for m, r in ranks.items() if r is not None}
+    ranks: dict[str, int] = {m: r for m in [reference, *methods] if (r := row.get(f"{m}_rank")) is not None}
     spread = max(ranks.values()) - min(ranks.values()) if ranks else None
     base = ranks.get(reference)
     furthest, distance = None, 0

@@ -18,6 +18,7 @@ import math
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import overload
 
 from rumble.rankings.scores import Pairing, pairing_ci
 from rumble.ratings import elo, glicko, glicko2
@@ -120,8 +121,9 @@ def paired_interval(differences: list[float], confidence: float = CONFIDENCE) ->
 
 def verdict(name_a: str, name_b: str, interval: Interval) -> str:
     """ "A +x (CI lo to hi)" for the bot ahead when the interval excludes 0, else "Tie" (as BotCompare)."""
-    if interval.low is None or interval.low <= 0.0 <= interval.high:
+    if interval.low is None or interval.high is None or interval.low <= 0.0 <= interval.high:
         return "Tie"
+    assert interval.mean is not None  # set whenever low and high are
     if interval.low > 0.0:
         return f"{name_a} +{interval.mean:.2f} (CI {interval.low:.2f} to {interval.high:.2f})"
     return f"{name_b} +{-interval.mean:.2f} (CI {-interval.high:.2f} to {-interval.low:.2f})"
@@ -144,6 +146,10 @@ def win_probabilities(a: dict | None, b: dict | None) -> dict:
     }
 
 
+@overload
+def deviations_now(ratings: dict, now: float | None) -> dict: ...
+@overload
+def deviations_now(ratings: None, now: float | None) -> None: ...
 def deviations_now(ratings: dict | None, now: float | None) -> dict | None:
     """``ratings`` (a row with ``glicko_rd``, ``glicko2_rd``, ``glicko2_volatility`` and ``rated_at``,
     s since 1970) with both deviations grown for the bot's inactivity up to ``now``, as the next

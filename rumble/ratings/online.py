@@ -87,7 +87,7 @@ def capacity_for(bots: int) -> int:
 
 def unrated() -> BotRatings:
     """The ratings of a bot with no rated battle, as a new Field holds them."""
-    return BotRatings(*Field._new_table(1)[:, 0].tolist(), xonstat_battles=0)
+    return BotRatings(*Field._new_table(1)[:, 0].tolist(), xonstat_battles=0)  # type: ignore[misc]  # rows: the fields before xonstat_battles
 
 
 class Field:
@@ -170,7 +170,7 @@ class Field:
     def ratings(self, bot: int) -> BotRatings:
         i = self.add(bot)
         values = self.table[:, i].tolist()
-        return BotRatings(*values, xonstat_battles=int(self.xonstat_battles[i]))
+        return BotRatings(*values, xonstat_battles=int(self.xonstat_battles[i]))  # type: ignore[misc]  # as unrated()
 
     @property
     def capacity(self) -> int:

@@ -45,7 +45,7 @@ class Store(sqlite_utils.Database):
     """A sqlite-utils Database plus the write lock of its file."""
 
     lock_path: str | None = None
-    _lock_file = None
+    _lock_file: IO | None = None
     _cache: dict
     shared: dict  # this process's cache for the file, shared by its connections (one per thread)
     commits_since_checkpoint = 0
@@ -118,6 +118,13 @@ def try_lock(path: str | os.PathLike) -> IO | None:
     return handle
 
 
+def row_id(cursor: sqlite3.Cursor) -> int:
+    """The id of the row the INSERT just run on ``cursor`` added."""
+    if cursor.lastrowid is None:
+        raise RuntimeError("the statement inserted no row")
+    return cursor.lastrowid
+
+
 @contextlib.contextmanager
 def file_lock(db: Store) -> Iterator[None]:
     """Hold the database file's advisory write lock (every writer's, across processes) for the block."""
@@ -126,11 +133,12 @@ def file_lock(db: Store) -> Iterator[None]:
         return
     if db._lock_file is None:
         db._lock_file = open(db.lock_path, "a")
-    fcntl.flock(db._lock_file.fileno(), fcntl.LOCK_EX)
+    handle = db._lock_file
+    fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
     try:
         yield
     finally:
-        fcntl.flock(db._lock_file.fileno(), fcntl.LOCK_UN)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rumble.rankings.pairwise import Ranking
-from rumble.store import Store
+from rumble.store import Store, row_id
 from rumble.store.rating_rows import version
 from rumble.store.rumbles import by_survival
 
@@ -138,23 +138,25 @@ def save_run(db: Store, rumble_id: int, run: RunRecord) -> int:
     old ranks: they belong to an older log); its pairing values, if any, replace the old ones.
     """
     failures = "\n".join(f"{method}: {reason}" for method, reason in run.failures.items()) or None
-    run_id = db.execute(
-        "INSERT INTO batch_runs (rumble_id, methods, source, started_at, finished_at, bots, battles, "
-        "last_battle_id, last_event_id, generation, failures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            rumble_id,
-            ",".join(run.methods),
-            run.source,
-            run.started_at,
-            run.finished_at,
-            len(run.bot_ids),
-            run.seen.battles,
-            run.seen.last_battle_id,
-            run.seen.last_event_id,
-            run.seen.generation,
-            failures,
-        ),
-    ).lastrowid
+    run_id = row_id(
+        db.execute(
+            "INSERT INTO batch_runs (rumble_id, methods, source, started_at, finished_at, bots, battles, "
+            "last_battle_id, last_event_id, generation, failures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                rumble_id,
+                ",".join(run.methods),
+                run.source,
+                run.started_at,
+                run.finished_at,
+                len(run.bot_ids),
+                run.seen.battles,
+                run.seen.last_battle_id,
+                run.seen.last_event_id,
+                run.seen.generation,
+                failures,
+            ),
+        )
+    )
     replaced = set(run.ranks) | set(run.failures) | {"aps"}
     db.conn.executemany(
         "DELETE FROM batch_ranks WHERE rumble_id = ? AND method = ?", [(rumble_id, m) for m in sorted(replaced)]

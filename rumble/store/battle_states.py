@@ -47,7 +47,8 @@ class BattleFilter:
 def _where(f: BattleFilter, states: Iterable[str]) -> tuple[str, list]:
     """The WHERE clause (over ``battles b`` joined to ``rumbles r``) and its parameters."""
     states = tuple(states)
-    clauses, params = [f"b.state IN ({', '.join('?' * len(states))})"], list(states)
+    clauses = [f"b.state IN ({', '.join('?' * len(states))})"]
+    params: list[str | int] = list(states)
     for column, value in (
         ("r.name", f.game),
         ("b.uploader", f.uploader),
@@ -127,10 +128,13 @@ def set_battle_state(db: Store, battle_id: int, new_state: str) -> None:
     db.execute("UPDATE battles SET state = ? WHERE id = ?", (new_state, battle_id))
 
 
-def rumble_rounds(db: Store, name: str) -> int | None:
-    """The rounds of the rumble called ``name`` as recorded in the database."""
+def rumble_rounds(db: Store, name: str) -> int:
+    """The rounds of the rumble called ``name`` as recorded in the database (LookupError if none:
+    callers name rumbles that have battles in the log)."""
     row = db.execute("SELECT rounds FROM rumbles WHERE name = ?", (name,)).fetchone()
-    return row[0] if row else None
+    if row is None:
+        raise LookupError(f"there is no rumble called {name!r}")
+    return row[0]
 
 
 BATTLE_COLUMNS = (

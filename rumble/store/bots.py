@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rumble.protocol.names import split_name
-from rumble.store import Store
+from rumble.store import Store, row_id
 
 
 def bot_id(db: Store, name: str, now: str, origin: str | None = None) -> int:
@@ -99,8 +99,10 @@ def active_count(db: Store, rumble_id: int) -> int:
 
 def record_event(db: Store, rumble_id: int, bot: int, active: bool, now: str, source: str) -> int:
     """Log a retirement (active False) or restoration, placed after the newest battle of the log; its id."""
-    return db.execute(
-        "INSERT INTO participant_events (rumble_id, bot_id, active, after_battle_id, happened_at, source) "
-        "VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM battles), ?, ?)",
-        (rumble_id, bot, int(active), now, source),
-    ).lastrowid
+    return row_id(
+        db.execute(
+            "INSERT INTO participant_events (rumble_id, bot_id, active, after_battle_id, happened_at, source) "
+            "VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM battles), ?, ?)",
+            (rumble_id, bot, int(active), now, source),
+        )
+    )

@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from rumble.store import BUSY_TIMEOUT_MS
+from rumble.store import BUSY_TIMEOUT_MS, Store
 
 # Tables with a rumble_id column that are not copied: the priority queue's working state, and
 # anything about maintainers (should a later migration give one a rumble_id).
@@ -62,7 +62,7 @@ def snapshot(path: str | os.PathLike) -> Iterator[sqlite3.Connection]:
         conn.close()  # ends the read transaction
 
 
-def log_version(conn: sqlite3.Connection, rumble_id: int, schema: str = "main") -> tuple:
+def log_version(conn: sqlite3.Connection | Store, rumble_id: int, schema: str = "main") -> tuple:
     """What every export of the rumble depends on, read from indexes only (cheap enough for each
     request): the rumble's row (its settings and rebuild generation), its newest battle, retirement
     event, batch run and melee sweep, the newest day of its rank snapshot, and the file's restore

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rumble.store import Store
+from rumble.store import Store, row_id
 
 _COLUMNS = (
     "id",
@@ -23,10 +23,12 @@ _COLUMNS = (
 
 
 def add_job(db: Store, kind: str, args: dict, requested_by: str, now: str) -> int:
-    return db.execute(
-        "INSERT INTO jobs (kind, args, requested_by, created) VALUES (?, ?, ?, ?)",
-        (kind, json.dumps(args), requested_by, now),
-    ).lastrowid
+    return row_id(
+        db.execute(
+            "INSERT INTO jobs (kind, args, requested_by, created) VALUES (?, ?, ?, ?)",
+            (kind, json.dumps(args), requested_by, now),
+        )
+    )
 
 
 def job(db: Store, job_id: int) -> dict | None:

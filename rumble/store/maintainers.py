@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from rumble import admin_tokens
-from rumble.store import Store
+from rumble.store import Store, row_id
 
 
 class MaintainerExists(ValueError):
@@ -67,10 +67,12 @@ def any_active(db: Store) -> bool:
 
 def audit(db: Store, who: str, action: str, details: dict, battles: int, now: str) -> int:
     """Append one entry to the audit log (inside the action's own transaction); its id."""
-    return db.execute(
-        "INSERT INTO audit_log (who, action, details, battles, at) VALUES (?, ?, ?, ?, ?)",
-        (who, action, json.dumps(details, sort_keys=True, ensure_ascii=False), battles, now),
-    ).lastrowid
+    return row_id(
+        db.execute(
+            "INSERT INTO audit_log (who, action, details, battles, at) VALUES (?, ?, ?, ?, ?)",
+            (who, action, json.dumps(details, sort_keys=True, ensure_ascii=False), battles, now),
+        )
+    )
 
 
 def audit_rows(db: Store, limit: int = 200) -> list[dict]:

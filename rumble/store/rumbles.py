@@ -29,6 +29,15 @@ def rumble_id(db: Store, name: str) -> int | None:
     return ids.get(name)
 
 
+def known_rumble_id(db: Store, name: str) -> int:
+    """The id of the rumble called ``name``, which the caller knows to exist (a configured rumble is
+    recorded at start-up); LookupError if it does not."""
+    found = rumble_id(db, name)
+    if found is None:
+        raise LookupError(f"there is no rumble called {name!r}")
+    return found
+
+
 def by_survival(db: Store, rumble_id: int) -> bool:
     """True if the rumble's battle percentages come from rounds won (scoring = "survival"); cached."""
     found = db._cache.get("rumble_scoring")

@@ -19,7 +19,7 @@ from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fields
 from rumble.store import battle_log, battle_states, bots, melee_battles, removals, tables
-from rumble.store.rumbles import rumble_id
+from rumble.store.rumbles import known_rumble_id, rumble_id
 from rumble.web import get_db, now
 from rumble.web.body import MalformedBody
 from rumble.web.upload_counter import recorded
@@ -84,7 +84,7 @@ def _receive(db, moment: datetime) -> UploadOutcome:
     suspicion = plausibility.suspicion(battle)  # logged but held for review: rumble/plausibility.py
     if suspicion is not None:
         battle = replace(battle, state="flagged")
-    fields.preload(db, rumble_id(db, battle.game))  # a worker's first upload reads the rumble outside the lock
+    fields.preload(db, known_rumble_id(db, battle.game))  # a worker's first upload reads the rumble outside the lock
     with store.write(db):
         # Stamped under the write lock, so receive times never go backwards along the log.
         battle = ingest.with_receipt(battle, request.remote_addr, now())
@@ -94,11 +94,11 @@ def _receive(db, moment: datetime) -> UploadOutcome:
             return _refused(too_many)
         applied = ingest.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
         pair = None
-        if applied.stored and suspicion is not None:
+        if applied.battle_id is not None and suspicion is not None:
             battle_states.record_flag_reason(db, applied.battle_id, suspicion, battle.received_at)
         # A melee battle arrives as up to 45 uploads but is one battle: one priority line for it,
         # on the pair that opened it (rumble/priority.py, melee), not one per pair.
-        elif applied.stored and (not rumble.melee or melee_battles.opens_battle(db, applied.battle_id)):
+        elif applied.battle_id is not None and (not rumble.melee or melee_battles.opens_battle(db, applied.battle_id)):
             pair = ingest.next_priority_battle(
                 db,
                 battle.game,
@@ -109,12 +109,12 @@ def _receive(db, moment: datetime) -> UploadOutcome:
                 now(),
             )
     # Only now, after COMMIT, may the client be told OK.
-    seen = dict(game=battle.game, first=battle.first.name, second=battle.second.name, counts=applied.counts)
+    seen = UploadOutcome(Kind.ACCEPTED, battle.game, battle.first.name, battle.second.name, applied.counts)
     if not applied.stored:
-        return UploadOutcome(Kind.DUPLICATE, **seen)
+        return replace(seen, kind=Kind.DUPLICATE)
     if suspicion is not None:
-        return UploadOutcome(Kind.HELD, reason=suspicion, **seen)
-    return UploadOutcome(Kind.ACCEPTED, priority=pair, **seen)
+        return replace(seen, kind=Kind.HELD, reason=suspicion)
+    return replace(seen, priority=pair)
 
 
 def _refused(reason: str) -> UploadOutcome:
@@ -184,7 +184,7 @@ def _remove(db, game: str, key: str, moment: datetime) -> tuple[str, str]:
         ), "rate limited"
     if game not in current_app.extensions["rumble.rumbles"]:
         return replies.refused(f"unknown game {game!r}"), "unknown game"
-    rid = rumble_id(db, game)
+    rid = known_rumble_id(db, game)
     days = settings["REMOVAL_TRUST_DAYS"]
     uploader = battle_log.latest_uploader(
         db, request.remote_addr, rid, store.format_time(moment - timedelta(days=days))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flask import Response, current_app, jsonify, request
 
-from rumble.store.rumbles import rumble_id
+from rumble.store.rumbles import known_rumble_id
 from rumble.web import get_db
 
 STATS_DAYS = 30  # the "recent" window of /RumbleStats (LiteRumble shows 31 days)
@@ -47,7 +47,7 @@ def rumble_or_404(game: str) -> int:
     """The id of the rumble called ``game``; NotFound if the server runs no such rumble."""
     if game not in current_app.extensions["rumble.rumbles"]:
         raise NotFound(f"There is no rumble called {game!r}.")
-    return rumble_id(get_db(), game)
+    return known_rumble_id(get_db(), game)
 
 
 def found_or_404(page: dict | None, game: str, *names: str) -> dict:

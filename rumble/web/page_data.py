@@ -76,13 +76,16 @@ def with_melee(rows: list[dict], found: dict, order: str | None, moment: float) 
     melee battles, and its XonStat Elo from whole battles; sort by ``order`` if it is one of those."""
     for row in rows:
         rating = found.get(row["name"])
-        sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, moment) if rating else None
+        if rating is None:
+            row.update(mu=None, sigma=None, conservative=None, melee_battles=0, xonstat=None)
+            continue
+        sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, moment)
         row.update(
-            mu=rating.mu if rating else None,
+            mu=rating.mu,
             sigma=sigma,
-            conservative=weng_lin.conservative(rating.mu, sigma) if rating else None,
-            melee_battles=rating.battles if rating else 0,
-            xonstat=rating.xonstat if rating else None,
+            conservative=weng_lin.conservative(rating.mu, sigma),
+            melee_battles=rating.battles,
+            xonstat=rating.xonstat,
         )
     if order:
         key, descending = order.lstrip("-"), order.startswith("-")

@@ -11,7 +11,7 @@ from flask import Blueprint, abort, current_app, jsonify, render_template, reque
 from rumble.parameters import MAX_PAGE, ParameterError, whole_number
 from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import batch_runs, tables
-from rumble.store.rumbles import rumble_id, rumble_rows
+from rumble.store.rumbles import known_rumble_id, rumble_rows
 from rumble.web import cells, confidence_data, get_db, now
 from rumble.web.lookup import BATCH_TITLES
 from rumble.web.page_data import MELEE_TITLES, columns, ranking_table, stats_page
@@ -67,7 +67,7 @@ def rankings():
         abort(404, description=f"There is no rumble called {game!r}.")
     order = request.args.get("order", "-aps")
     db = get_db()
-    rid = rumble_id(db, game)
+    rid = known_rumble_id(db, game)
     melee = current_app.extensions["rumble.rumbles"][game].melee
     try:
         rows, state, banner = ranking_table(db, rid, order, now().timestamp(), melee)
@@ -106,8 +106,8 @@ def alternative_rankings():
     game = request.args.get("game", "roborumble")
     if game not in current_app.extensions["rumble.rumbles"]:
         abort(404, description=f"There is no rumble called {game!r}.")
-    page = batch_runs.alternative_rankings(get_db(), rumble_id(get_db(), game), tuple(BATCH_TITLES))
-    page["los_matrix"] = confidence_data.los_matrix(get_db(), rumble_id(get_db(), game))  # issue 14 item 3
+    page = batch_runs.alternative_rankings(get_db(), known_rumble_id(get_db(), game), tuple(BATCH_TITLES))
+    page["los_matrix"] = confidence_data.los_matrix(get_db(), known_rumble_id(get_db(), game))  # issue 14 item 3
     if request.args.get("api") == "1":
         return jsonify({"game": game, **page})
     return render_template("alternative_rankings.html", game=game, titles={"aps": "APS", **BATCH_TITLES}, **page)

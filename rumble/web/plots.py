@@ -14,8 +14,10 @@ from __future__ import annotations
 import io
 import threading
 from datetime import date, timedelta
+from typing import Any
 
 from flask import Blueprint, Response, request
+from matplotlib.typing import RcKeyType
 
 from rumble.store import details, format_time, history, read, stats, upload_stats
 from rumble.web import get_db, now
@@ -24,7 +26,13 @@ from rumble.web.lookup import STATS_DAYS, found_or_404, rumble_or_404
 SVG = "image/svg+xml"
 WIDTH, HEIGHT = 7.5, 4.0  # inches at 72 dpi: 540 x 288 px
 _RENDERING = threading.Lock()  # rc_context swaps matplotlib's global rcParams: one thread at a time
-_RC = {"svg.fonttype": "none", "svg.hashsalt": "rumble", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3}
+_RC: dict[RcKeyType, Any] = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "rumble",
+    "font.size": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+}
 
 
 def _figure(rows: int = 1, height: float = HEIGHT):

@@ -94,10 +94,10 @@ def recorded(view):
             # (the server's log has the whole traceback).
             failed = UploadOutcome(Kind.ERROR, reason=f"server error ({type(error).__name__})")
             counts.record(failed, (time.perf_counter() - started) * 1000, now())
-            upload_decided.send(current_app._get_current_object(), outcome=failed)
+            upload_decided.send(current_app._get_current_object(), outcome=failed)  # type: ignore[attr-defined]
             raise
         counts.record(g.upload_outcome, (time.perf_counter() - started) * 1000, now())
-        upload_decided.send(current_app._get_current_object(), outcome=g.upload_outcome)
+        upload_decided.send(current_app._get_current_object(), outcome=g.upload_outcome)  # type: ignore[attr-defined]
         db = get_db()
         response.call_on_close(lambda: _flush_quietly(counts, db))
         return response
