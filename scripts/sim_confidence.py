@@ -61,8 +61,10 @@ def simulate_los(
             pairings[a, b], pairings[b, a] = pa, pb
     standings = []
     for a in range(bots):
-        s = summary(totals_of(pairings[a, b] for b in range(bots) if b != a))
-        standings.append((a, superiority.Standing(str(a), s.aps, superiority.aps_variance(s.aps_ci), s.pairings)))
+        t = totals_of(pairings[a, b] for b in range(bots) if b != a)
+        s = summary(t)
+        variance = superiority.aps_variance(s.aps_ci, s.pairings, t.ci_count, s.battles)
+        standings.append((a, superiority.Standing(str(a), s.aps, variance, s.pairings)))
     standings.sort(key=lambda item: -item[1].aps)
     out = []
     for i, (a, sa) in enumerate(standings):

@@ -18,6 +18,11 @@ the squared standard error of that pairing's APS over its m battles, and
 
     Var(APS_a − APS_b) = Var_a + Var_b + 2 SE²_ab/(n_a n_b).
 
+Var_a counts a's single-battle pairings at a whole battle's variance (aps_variance): the CI lets
+them stand at the mean SE² of the others, which made LOS overconfident where many pairings have one
+battle (scripts/sim_confidence.py --min-battles 1 showed pairs given 0.95 to 0.99 truly ordered in
+94 % of cases before, 97 % after).
+
 Approximations: the variances are estimates treated as known; opponents are fixed (the APS is over
 this field, not a sample of possible opponents); a shared pairing with fewer than 2 battles has no
 SE² of its own and takes the mean per-pairing SE² of the two bots (Var·n); bots that never met
@@ -49,9 +54,25 @@ def normal_cdf(x: float) -> float:
     return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
 
 
-def aps_variance(aps_ci: float | None) -> float | None:
-    """The variance of a bot's APS from its 95 % half-width (scores.summary): (CI / 1.96)^2."""
-    return None if aps_ci is None else (aps_ci / Z95) ** 2
+def aps_variance(
+    aps_ci: float | None, pairings: int = 0, ci_count: int | None = None, battles: int = 0
+) -> float | None:
+    """The variance of a bot's APS from its 95 % half-width (scores.summary): (CI / 1.96)^2, with
+    the single-battle pairings counted when ``ci_count`` (its pairings of 2 battles or more) is given.
+
+    The CI averages SE² over the k = ``ci_count`` pairings that have one (m = Var·n per pairing) and
+    lets the n − k single-battle pairings stand at that mean, though their SE² is a whole battle's
+    variance σ². Here σ² ≈ m·(battles in those k pairings)/k (m is σ² times the mean 1/battles, so
+    this errs high, by Jensen's inequality) and Var = (k·m + (n − k)·σ²)/n².
+    """
+    if aps_ci is None:
+        return None
+    variance = (aps_ci / Z95) ** 2
+    if ci_count is None or not 0 < ci_count < pairings:
+        return variance
+    mean_se2 = variance * pairings
+    sigma2 = mean_se2 * (battles - (pairings - ci_count)) / ci_count
+    return (ci_count * mean_se2 + (pairings - ci_count) * sigma2) / pairings**2
 
 
 def squared_error(battles: int, aps_m2: float) -> float | None:

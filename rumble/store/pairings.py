@@ -151,3 +151,26 @@ def moments_by_name(
         ).fetchall()
         found.update({(a, b): (battles, m2) for a, b, battles, m2 in rows})
     return found
+
+
+def ci_counts(db: Store, rumble_id: int) -> dict[str, int]:
+    """Each bot's live pairings with 2 battles or more (``ci_count`` of its summary), by full name."""
+    rows = db.execute(
+        "SELECT b.full_name, s.ci_count FROM bot_summaries s JOIN bots b ON b.id = s.bot_id WHERE s.rumble_id = ?",
+        (rumble_id,),
+    ).fetchall()
+    return {name: count for name, count in rows}
+
+
+def top_by_aps(db: Store, rumble_id: int, limit: int) -> list[dict]:
+    """The ``limit`` active bots of highest APS (ties by name, as the rankings' rank): name, aps,
+    aps_ci, pairings, battles and ci_count, for the likelihood-of-superiority matrix."""
+    rows = db.execute(
+        "SELECT b.full_name, s.aps, s.aps_ci, s.pairings, s.battles, s.ci_count FROM bot_summaries s "
+        "JOIN participants p ON p.rumble_id = s.rumble_id AND p.bot_id = s.bot_id AND p.active = 1 "
+        "JOIN bots b ON b.id = s.bot_id WHERE s.rumble_id = ? AND s.aps IS NOT NULL "
+        "ORDER BY s.aps DESC, b.full_name LIMIT ?",
+        (rumble_id, limit),
+    ).fetchall()
+    keys = ("name", "aps", "aps_ci", "pairings", "battles", "ci_count")
+    return [dict(zip(keys, row)) for row in rows]

@@ -9,17 +9,21 @@ from dataclasses import asdict
 
 from rumble.protocol.names import split_name
 from rumble.rankings import superiority, version_test
-from rumble.store import pairings, tables
+from rumble.store import pairings
 
 DELTA_TEXT = re.compile(r"[0-9]{1,2}(\.[0-9]{1,3})?")  # ASCII digits only, as rumble.parameters
 DELTA_RANGE = (0.1, 20.0)  # APS points: below 0.1 no rumble decides; above 20 the question is moot
 
 
-def standing(row: dict) -> superiority.Standing | None:
-    """A rankings row as the LOS needs it; None for a bot without an APS."""
+def standing(row: dict, ci_counts: dict[str, int]) -> superiority.Standing | None:
+    """A rankings row as the LOS needs it (its APS variance counting its single-battle pairings,
+    superiority.aps_variance); None for a bot without an APS."""
     if row["aps"] is None:
         return None
-    return superiority.Standing(row["name"], row["aps"], superiority.aps_variance(row["aps_ci"]), row["pairings"])
+    n, k = row["pairings"], ci_counts.get(row["name"])
+    return superiority.Standing(
+        row["name"], row["aps"], superiority.aps_variance(row["aps_ci"], n, k, row["battles"]), n
+    )
 
 
 def shared_terms(db, rid: int, pairs: list[tuple[superiority.Standing, superiority.Standing]]) -> list[float]:
@@ -37,7 +41,8 @@ def with_los_to_next(db, rid: int, rows: list[dict]) -> None:
     """Set each row's ``los_next``: the LOS over the bot just below it by APS (whatever the rows'
     order; None for the last bot and for a bot without an APS interval)."""
     ranked = sorted((r for r in rows if r["aps"] is not None), key=lambda r: r["rank"])
-    found = [standing(r) for r in ranked]
+    counts = pairings.ci_counts(db, rid)
+    found = [standing(r, counts) for r in ranked]
     listed = [s for s in found if s is not None]
     chances = superiority.los_to_next(listed, shared_terms(db, rid, list(zip(listed, listed[1:]))))
     for row in rows:
@@ -48,7 +53,8 @@ def with_los_to_next(db, rid: int, rows: list[dict]) -> None:
 
 def los_matrix(db, rid: int, size: int = superiority.MATRIX_SIZE) -> dict:
     """The pairwise LOS of the top ``size`` bots by APS: names, aps and rows[i][j] = LOS(i > j)."""
-    found = [standing(r) for r in tables.ranking_rows(db, rid, "-aps")[:size]]
+    rows = pairings.top_by_aps(db, rid, size)
+    found = [standing(r, {r["name"]: r["ci_count"] for r in rows}) for r in rows]
     top = [s for s in found if s is not None]
     pairs = [(i, j) for i in range(len(top)) for j in range(i + 1, len(top))]
     terms = shared_terms(db, rid, [(top[i], top[j]) for i, j in pairs])

@@ -75,3 +75,13 @@ def test_an_unknown_variance_gives_no_los_and_zero_variance_gives_certainty():
     assert superiority.los(sure_a, sure_b) == 1.0 and superiority.los(sure_b, sure_a) == 0.0
     assert superiority.los(sure_a, sure_a) == 0.5
     assert superiority.los_to_next([], []) == []
+
+
+def test_single_battle_pairings_count_a_whole_battles_variance():
+    # CI 1.96 -> Var 1 over n = 4 pairings, k = 2 of them with 2+ battles, 8 battles in all: mean SE² over
+    # the k, m = Var·n = 4; battles in the k pairings 8 − (4 − 2) = 6, so σ² ≈ m·6/k = 12; the two
+    # single-battle pairings count σ² each: Var = (2·4 + 2·12)/4² = 32/16 = 2
+    assert superiority.aps_variance(1.96, pairings=4, ci_count=2, battles=8) == pytest.approx(2.0)
+    # every pairing with 2+ battles (k = n), or no counts given: the CI's variance as it is
+    assert superiority.aps_variance(1.96, pairings=4, ci_count=4, battles=8) == pytest.approx(1.0)
+    assert superiority.aps_variance(1.96) == pytest.approx(1.0)

@@ -77,6 +77,24 @@ def test_alternative_rankings_show_the_los_matrix(three, client):
     assert '<td class="num sure">0.96</td>' in page and '<td class="num">0.04</td>' in page
 
 
+def test_a_single_battle_pairing_counts_a_whole_battles_variance(upload, client):
+    # A-B 60, 80 (mean 70, SE² 100); A-C one battle, 70; B-C 55, 65 (mean 60, SE² 25). APS: A 70, B 45, C 35.
+    # A: n = 2, k = 1, the CI's variance 100/(2·1) = 50, so m = 50·2 = 100 and σ² ≈ m·(3 battles − 1)/1 = 200:
+    #    Var_A = (1·100 + 1·200)/2² = 75. B: k = n, Var_B = (100 + 25)/4 = 31.25.
+    #    C: CI variance 25/(2·1) = 12.5, m = 25, σ² ≈ 25·2/1 = 50, Var_C = (25 + 50)/4 = 18.75.
+    # LOS(A > B) = Φ(25/√(75 + 31.25 + 2·100/4)) = Φ(25/12.5) = Φ(2) = 0.9772;
+    # LOS(B > C) = Φ(10/√(31.25 + 18.75 + 2·25/4)) = Φ(10/√62.5) = 0.8970
+    games = [("t.A 1.0", "t.B 1.0", 600), ("t.A 1.0", "t.B 1.0", 800), ("t.A 1.0", "t.C 1.0", 700)]
+    games += [("t.B 1.0", "t.C 1.0", 550), ("t.B 1.0", "t.C 1.0", 650)]
+    for first, second, score in games:
+        assert upload(battle(first, second, scores=(score, 1000 - score))).kind == Kind.ACCEPTED
+    rows = client.get("/Rankings?game=roborumble&api=1").json
+    assert [r["aps"] for r in rows] == [70.0, 45.0, 35.0]
+    assert rows[0]["los_next"] == pytest.approx(PHI(2.0), abs=1e-12) and round(rows[0]["los_next"], 4) == 0.9772
+    assert rows[1]["los_next"] == pytest.approx(PHI(10 / math.sqrt(62.5)), abs=1e-12)
+    assert round(rows[1]["los_next"], 4) == 0.8970
+
+
 @pytest.fixture
 def versions(upload):
     """pkg.Bot 1.0 and 1.1 against ten opponents, one battle each: the old version scores 50 % against
