@@ -17,6 +17,7 @@ from tqdm import tqdm
 from rumble.cli_admin import register as register_admin_commands
 from rumble.cli_support import db_option, open_database, settings_for
 from rumble.protocol.games import load_rumbles
+from rumble.rankings.batch import METHODS
 
 KEEPALIVE_SECONDS = 5  # a kept-alive connection waits this long for its next request, in the poller (no thread)
 
@@ -264,16 +265,7 @@ def export(db: str | None, game: str | None, fmt: str, file) -> None:
         conn.close()
 
 
-RANK_METHODS = (
-    "all",
-    "schulze",
-    "ranked_pairs",
-    "copeland",
-    "borda",
-    "batch_elo",
-    "npp",
-    "vote",
-)  # rankings.batch.METHODS
+RANK_METHODS = ("all", *METHODS)  # rumble rank --method
 
 
 @cli.command()

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from rumble import store
-from rumble.cli import RANK_METHODS, cli
+from rumble.cli import cli
 from rumble.rankings.batch import METHODS
 from rumble.store import batch_runs
 from rumble.store.rumbles import rumble_id
@@ -131,10 +131,6 @@ def test_rank_needs_exactly_one_source_and_one_format(tmp_path, args):
 def test_rank_of_an_unknown_game_is_refused(tmp_path):
     result = invoke("rank", "--db", str(tmp_path / "d.db"), "--game", "nosuch")
     assert result.exit_code == 2 and "no rumble called 'nosuch'" in result.output
-
-
-def test_rank_methods_are_the_registry_and_all():
-    assert RANK_METHODS == ("all", *METHODS)
 
 
 @pytest.fixture

@@ -36,11 +36,14 @@ A bot without pairings has nothing above it and shares rank 1: leave such bots o
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from rumble.rankings.pairwise import Ranking, as_matrix, link_strengths, majorities
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 def rank(d: np.ndarray, strength: str = "winning_votes") -> Ranking:
@@ -80,6 +83,8 @@ def _lock(d: np.ndarray, strength: str) -> tuple[nx.DiGraph, list[int]]:
         tier = list(zip(winners[start:stop].tolist(), losers[start:stop].tolist()))
         locked += order.lock(tier if len(tier) == 1 else order.acyclic_part(tier))
         start = stop
+    import networkx as nx  # here, not at the top: the CLI lists the batch methods without paying for networkx
+
     graph = nx.DiGraph()
     graph.add_nodes_from(range(len(d)))
     graph.add_edges_from(locked)

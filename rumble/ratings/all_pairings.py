@@ -43,10 +43,28 @@ import numpy as np
 from numba import njit
 
 from rumble.ratings import elo, glicko, glicko2, rank_points, xonstat
+from rumble.ratings.columns import ROW
 from rumble.ratings.glicko_common import terms
 
-# Rows of a field's value table (rumble.ratings.online.Field.table).
-ELO, GLICKO, GLICKO_RD, GLICKO2, GLICKO2_RD, GLICKO2_VOLATILITY, RANK_POINTS, XONSTAT, RATED_AT = range(9)
+# Rows of a field's value table (rumble.ratings.online.Field.table), as the declaration lays them out
+# (rumble.ratings.columns.ROWS): this step's methods first, then the update time, so a method added
+# with a step of its own comes after them and never moves these numbers (numba's cache, which the
+# compiled code is read from, watches this file only).
+ELO, GLICKO, GLICKO_RD, GLICKO2, GLICKO2_RD, GLICKO2_VOLATILITY, RANK_POINTS, XONSTAT, RATED_AT = (
+    ROW[name]
+    for name in (
+        "elo",
+        "glicko",
+        "glicko_rd",
+        "glicko2",
+        "glicko2_rd",
+        "glicko2_volatility",
+        "rank_points",
+        "xonstat",
+        "rated_at",
+    )
+)
+VALUES = RATED_AT + 1  # the rows this step writes: its methods' values and the update time
 # Rows of the work array: per game, the score, the two g-factors, then the three exponents
 # (exponentials after step 2).
 SCORE, G1, G2, X_ELO, X_GLICKO, X_GLICKO2 = range(6)
@@ -132,7 +150,7 @@ def finish(
     upset_bonus: float,
 ) -> None:
     """Sum each bot's games (``work`` after the exponentials), update every rating and write both bots' new values."""
-    new = np.empty((2, 9))
+    new = np.empty((2, VALUES))
     for k in range(2):
         i = a if k == 0 else b
         start, stop = (0, count_a) if k == 0 else (count_a, total)
@@ -169,7 +187,7 @@ def finish(
         new[k, RATED_AT] = now
     for k in range(2):
         i = a if k == 0 else b
-        table[:, i] = new[k]
+        table[:VALUES, i] = new[k]
         xonstat_battles[i] += 1
 
 

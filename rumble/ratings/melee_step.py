@@ -19,7 +19,9 @@ stood before the battle:
   bot's mean score share over its pairs (above 0.5 a win, below a loss) and the upset bonus compares
   its Glicko-2 with the mean of its opponents' (seed 000's composite opponent);
 - XonStat Elo: the mean of its pairwise changes (seed 002's team games, ``xonstat.update_melee``),
-  the same figure the melee tables show.
+  the same figure the melee tables show;
+- a method declared with a step of its own (rumble.ratings.columns): the mean of its pairwise
+  changes against each other bot of the battle, as XonStat's.
 
 Pure code: numpy and the rating modules' own formulas.
 """
@@ -43,6 +45,7 @@ from rumble.ratings.all_pairings import (
     RATED_AT,
     XONSTAT,
 )
+from rumble.ratings.columns import ROW, STEPPED
 
 
 def _grown(table: np.ndarray, i: int, now: float) -> tuple[float, float]:
@@ -117,6 +120,18 @@ def rate_battle(
             now,
         ]
         xonstat_battles[p] += 1
+    for rating in STEPPED:
+        if rating.step is None:  # never: STEPPED holds the methods with a step
+            continue
+        rows = [ROW[value] for value in rating.values]
+        for i, p in enumerate(positions):
+            own = before[rows, p].tolist()
+            changes = [
+                np.subtract(rating.step(own, before[rows, positions[j]].tolist(), shares[i, j])[0], own)
+                for j in range(k)
+                if j != i
+            ]
+            table[rows, p] = np.add(own, np.mean(changes, axis=0))
 
 
 def rate_field(field, bots: Sequence[int], scores: Sequence[int], now: float) -> None:

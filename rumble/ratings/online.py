@@ -25,48 +25,25 @@ from datetime import datetime
 
 import numpy as np
 
-from rumble.ratings import all_pairings, elo, glicko, glicko2, rank_points, xonstat
+from rumble.ratings import all_pairings, glicko2, rank_points
+from rumble.ratings.columns import ROW, ROWS, STARTS, STEPPED
 
 PROVISIONAL_RD = 100.0  # a rating whose deviation is above this is shown as provisional (see explain)
-_FIELDS = (
-    "elo",
-    "glicko",
-    "glicko_rd",
-    "glicko2",
-    "glicko2_rd",
-    "glicko2_volatility",
-    "rank_points",
-    "xonstat",
-    "rated_at",
-)
-
-
-_NEW = {  # a new bot's values, from each method's module
-    "elo": elo.START,
-    "glicko": glicko.R_UNRATED,
-    "glicko_rd": glicko.RD_UNRATED,
-    "glicko2": glicko2.R_UNRATED,
-    "glicko2_rd": glicko2.RD_UNRATED,
-    "glicko2_volatility": glicko2.SIGMA_UNRATED,
-    "rank_points": rank_points.START,
-    "xonstat": xonstat.START,
-}
 
 
 @dataclass(frozen=True, slots=True)
 class BotRatings:
-    """One bot's ratings in one rumble; ``rated_at`` is the time of its last update (s since 1970)."""
+    """One bot's ratings in one rumble: ``values`` in the declaration's row order (columns.ROWS), each
+    read by name (``ratings.elo``); ``rated_at`` is the time of its last update (s since 1970, NaN if
+    never rated)."""
 
-    elo: float = _NEW["elo"]
-    glicko: float = _NEW["glicko"]
-    glicko_rd: float = _NEW["glicko_rd"]
-    glicko2: float = _NEW["glicko2"]
-    glicko2_rd: float = _NEW["glicko2_rd"]
-    glicko2_volatility: float = _NEW["glicko2_volatility"]
-    rank_points: float = _NEW["rank_points"]
-    xonstat: float = _NEW["xonstat"]
-    rated_at: float = float("nan")  # never rated
+    values: tuple[float, ...]
     xonstat_battles: int = 0
+
+    def __getattr__(self, name: str) -> float:
+        if name in ROW:
+            return self.values[ROW[name]]
+        raise AttributeError(name)
 
 
 _EPOCH = datetime(1970, 1, 1)
@@ -87,13 +64,13 @@ def capacity_for(bots: int) -> int:
 
 def unrated() -> BotRatings:
     """The ratings of a bot with no rated battle, as a new Field holds them."""
-    return BotRatings(*Field._new_table(1)[:, 0].tolist(), xonstat_battles=0)  # type: ignore[misc]  # rows: the fields before xonstat_battles
+    return BotRatings(tuple(Field._new_table(1)[:, 0].tolist()), xonstat_battles=0)
 
 
 class Field:
     """A rumble's participants, pairing matrix and ratings as arrays (grown as bots arrive).
 
-    ``table[k, i]`` is value ``_FIELDS[k]`` of the bot at position i, so one fancy index gathers
+    ``table[k, i]`` is value ``columns.ROWS[k]`` of the bot at position i, so one fancy index gathers
     every value of a set of opponents. The matrix is capacity × capacity float64 (8 bytes a cell:
     72 MB at 3,000 bots); a full field grows by GROWTH_STEP bots, not by doubling, so it never
     holds more than GROWTH_STEP unused places (doubling held up to as many as were in use: 4,100
@@ -111,7 +88,7 @@ class Field:
 
     @staticmethod
     def _new_table(capacity: int) -> np.ndarray:
-        return np.repeat(np.array([[_NEW.get(name, np.nan)] for name in _FIELDS]), capacity, axis=1)
+        return np.repeat(np.array([[STARTS.get(name, np.nan)] for name in ROWS]), capacity, axis=1)
 
     def add(self, bot: int) -> int:
         """The position of ``bot``, adding it (inactive, unrated) if it is new."""
@@ -169,8 +146,7 @@ class Field:
 
     def ratings(self, bot: int) -> BotRatings:
         i = self.add(bot)
-        values = self.table[:, i].tolist()
-        return BotRatings(*values, xonstat_battles=int(self.xonstat_battles[i]))  # type: ignore[misc]  # as unrated()
+        return BotRatings(tuple(self.table[:, i].tolist()), xonstat_battles=int(self.xonstat_battles[i]))
 
     @property
     def capacity(self) -> int:
@@ -179,7 +155,7 @@ class Field:
 
     def set_ratings(self, bot: int, ratings: BotRatings) -> None:
         i = self.add(bot)
-        self.table[:, i] = [getattr(ratings, name) for name in _FIELDS]
+        self.table[:, i] = ratings.values
         self.xonstat_battles[i] = ratings.xonstat_battles
 
 
@@ -205,6 +181,18 @@ def rate_battle(
         glicko2.TAU,
         upset_bonus,
     )
+    rate_stepped(field.table, field.position[a], field.position[b], share_a)
+
+
+def rate_stepped(table: np.ndarray, a: int, b: int, share_a: float) -> None:
+    """The battle of the bots at positions ``a`` and ``b`` through each declared method with a step
+    of its own (columns.STEPPED), from their values before it, in place."""
+    for rating in STEPPED:
+        if rating.step is None:  # never: STEPPED holds the methods with a step
+            continue
+        rows = [ROW[value] for value in rating.values]
+        new_a, new_b = rating.step(table[rows, a].tolist(), table[rows, b].tolist(), share_a)
+        table[rows, a], table[rows, b] = new_a, new_b
 
 
 def provisional(rd: float) -> bool:

@@ -10,11 +10,12 @@ import math
 
 from rumble.rankings import page_figures
 from rumble.rankings.scores import Pairing, battle_percent, survival_percent
+from rumble.ratings.columns import STORED
 from rumble.store import Store, read
 from rumble.store.batch_runs import pairing_values
 from rumble.store.rumbles import by_survival
 
-RATING_COLUMNS = ("elo", "glicko", "glicko_rd", "glicko2", "glicko2_rd", "glicko2_volatility", "rank_points", "xonstat")
+RATING_COLUMNS = STORED  # every rating's stored values (rumble.ratings.columns)
 SUMMARY_COLUMNS = (
     "aps",
     "aps_ci",

@@ -13,20 +13,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from rumble.ratings.columns import SNAPSHOTTED
 from rumble.store import Store
 
-HISTORY_COLUMNS = (
-    "day",
-    "rank",
-    "xonstat_rank",
-    "aps",
-    "battles",
-    "elo",
-    "glicko",
-    "glicko2",
-    "rank_points",
-    "xonstat",
-)
+HISTORY_COLUMNS = ("day", "rank", "xonstat_rank", "aps", "battles", *SNAPSHOTTED)
+# Where a snapshotted rating comes from when not from the ratings table: a melee rumble's XonStat
+# Elo is its whole-battle one (melee_ratings), as its tables show.
+_SOURCE = {"xonstat": "CASE WHEN r.melee THEN m.xonstat ELSE g.xonstat END"}
+_RATINGS = ", ".join(SNAPSHOTTED)
 
 
 def today() -> str:
@@ -40,13 +34,13 @@ def snapshot_day(db: Store, day: str | None = None) -> int:
     """
     day = day or today()
     cursor = db.execute(
-        "INSERT OR IGNORE INTO rank_history (rumble_id, day, bot_id, rank, xonstat_rank, aps, battles, elo, glicko, glicko2, "
-        "rank_points, xonstat) "
+        f"INSERT OR IGNORE INTO rank_history (rumble_id, day, bot_id, rank, xonstat_rank, aps, battles, {_RATINGS}) "
         "SELECT rumble_id, ?, bot_id, row_number() OVER (PARTITION BY rumble_id ORDER BY aps DESC, full_name), "
         "row_number() OVER (PARTITION BY rumble_id ORDER BY xonstat DESC NULLS LAST, full_name), "
-        "aps, battles, elo, glicko, glicko2, rank_points, xonstat FROM ("
-        "SELECT s.rumble_id, s.bot_id, b.full_name, s.aps, s.battles, g.elo, g.glicko, g.glicko2, g.rank_points, "
-        "CASE WHEN r.melee THEN m.xonstat ELSE g.xonstat END AS xonstat FROM bot_summaries s "
+        f"aps, battles, {_RATINGS} FROM ("
+        "SELECT s.rumble_id, s.bot_id, b.full_name, s.aps, s.battles, "
+        + ", ".join(f"{_SOURCE.get(name, 'g.' + name)} AS {name}" for name in SNAPSHOTTED)
+        + " FROM bot_summaries s "
         "JOIN rumbles r ON r.id = s.rumble_id "
         "JOIN participants p ON p.rumble_id = s.rumble_id AND p.bot_id = s.bot_id AND p.active = 1 "
         "JOIN bots b ON b.id = s.bot_id "

@@ -5,45 +5,19 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 
+from rumble.ratings.columns import ROWS
 from rumble.ratings.online import BotRatings
 from rumble.store import Store
 
-COLUMNS = (
-    "elo",
-    "glicko",
-    "glicko_rd",
-    "glicko2",
-    "glicko2_rd",
-    "glicko2_volatility",
-    "rank_points",
-    "xonstat",
-    "rated_at",
-    "xonstat_battles",
-)  # (BotRatings' field order)
+COLUMNS = (*ROWS, "xonstat_battles")  # BotRatings' values (the declaration's rows), then its battle count
 _SELECT = ", ".join(COLUMNS)
 
 
 def put_ratings(db: Store, rumble_id: int, rows: Iterable[tuple[int, BotRatings]]) -> None:
     """Write (bot, ratings) rows."""
     db.conn.executemany(
-        f"INSERT OR REPLACE INTO ratings (rumble_id, bot_id, {_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (
-                rumble_id,
-                bot,
-                r.elo,
-                r.glicko,
-                r.glicko_rd,
-                r.glicko2,
-                r.glicko2_rd,
-                r.glicko2_volatility,
-                r.rank_points,
-                r.xonstat,
-                r.rated_at,
-                r.xonstat_battles,
-            )
-            for bot, r in rows
-        ],
+        f"INSERT OR REPLACE INTO ratings (rumble_id, bot_id, {_SELECT}) VALUES (?, ?, {', '.join('?' * len(COLUMNS))})",
+        [(rumble_id, bot, *r.values, r.xonstat_battles) for bot, r in rows],
     )
 
 
@@ -54,7 +28,7 @@ def ratings_of(db: Store, rumble_id: int, bots: list[int] | None = None) -> dict
     if bots is not None:
         sql += f" AND bot_id IN ({', '.join('?' * len(bots))})"
         params += bots
-    return {row[0]: BotRatings(*row[1:]) for row in db.execute(sql, params)}
+    return {row[0]: BotRatings(tuple(row[1:-1]), row[-1]) for row in db.execute(sql, params)}
 
 
 def clear_ratings(db: Store, rumble_id: int) -> None:

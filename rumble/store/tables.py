@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rumble.rankings.batch import METHODS
+from rumble.ratings.columns import RATINGS, STORED
 from rumble.store import Store
 
 BATCH_METHODS = tuple(METHODS)  # the latest batch run's ranks become columns <method>_rank, <method>_score
@@ -18,15 +19,11 @@ RANKING_ORDER = {
     "pairings": "s.pairings",
     "battles": "s.battles",
     "last_battle": "s.last_battle",
-    "elo": "g.elo",
-    "glicko": "g.glicko",
-    "glicko2": "g.glicko2",
-    "rank_points": "g.rank_points",
-    "xonstat": "g.xonstat",
+    **{rating.name: f"g.{rating.name}" for rating in RATINGS},
     # a batch method sorts by its rank negated, so that "-schulze" (descending) puts the best first
     **{method: f"-k.{method}_rank" for method in BATCH_METHODS},
 }
-RANKING_COLUMNS = (
+_SCORE_COLUMNS = (
     "name",
     "aps",
     "aps_ci",
@@ -39,17 +36,13 @@ RANKING_COLUMNS = (
     "wins",
     "draws",
     "losses",
-    "elo",
-    "glicko",
-    "glicko_rd",
-    "glicko2",
-    "glicko2_rd",
-    "glicko2_volatility",
-    "rank_points",
-    "xonstat",
+)
+RANKING_COLUMNS = (
+    *_SCORE_COLUMNS,
+    *STORED,  # every rating's stored values (rumble.ratings.columns)
     *(f"{method}_{part}" for method in BATCH_METHODS for part in ("rank", "score")),
 )
-_RATED_AT = RANKING_COLUMNS.index("xonstat") + 1  # where the query reads ratings.rated_at (s since 1970)
+_RATED_AT = len(_SCORE_COLUMNS) + len(STORED)  # where the query reads ratings.rated_at (s since 1970)
 # The batch_ranks rows of one rumble turned into one row per bot, a rank and a score column per method.
 _BATCH_PIVOT = ", ".join(
     f"max(CASE WHEN method = '{m}' THEN rank END) AS {m}_rank, max(CASE WHEN method = '{m}' THEN score END) AS {m}_score"
@@ -72,8 +65,8 @@ def ranking_rows(db: Store, rumble_id: int, order: str = "-aps") -> list[dict]:
     rows = db.execute(
         "SELECT b.full_name, s.aps, s.aps_ci, s.pwin, s.pl, s.survival, s.pairings, s.battles, "
         "substr(s.last_battle, 1, 19), s.wins, s.draws, s.losses, "
-        "g.elo, g.glicko, g.glicko_rd, g.glicko2, g.glicko2_rd, g.glicko2_volatility, g.rank_points, g.xonstat, "
-        "g.rated_at, "
+        + "".join(f"g.{column}, " for column in STORED)
+        + "g.rated_at, "
         + "".join(f"k.{m}_rank, k.{m}_score, " for m in BATCH_METHODS)
         + "row_number() OVER (ORDER BY s.aps DESC, b.full_name) FROM bot_summaries s "
         "JOIN participants p ON p.rumble_id = s.rumble_id AND p.bot_id = s.bot_id "

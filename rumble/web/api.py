@@ -16,6 +16,7 @@ from flask import Blueprint, Response, current_app, jsonify, render_template, re
 
 from rumble import exports
 from rumble.parameters import MAX_PAGE, ParameterError, whole_number
+from rumble.ratings.columns import STORED
 from rumble.store import batch_runs, details, export, history, read
 from rumble.store.rumbles import rumble_rows
 from rumble.store.tables import RANKING_COLUMNS, RANKING_ORDER
@@ -47,8 +48,8 @@ ENDPOINTS = [
         "summary": "The rankings table of a rumble, as /Rankings shows it.",
         "params": {"order": f"a column ({', '.join(RANKING_ORDER)}), - for descending (default -aps)", **PAGINATION},
         "fields": f"game, order, state (complete, incomplete or unstable), banner, {PAGE_FIELDS}: [{{rank, rank_range: [best, worst], "
-        "tied, name, aps, aps_ci, pwin, pl, survival, pairings, battles, last_battle, wins, draws, losses, elo, glicko, "
-        "glicko_rd, glicko2, glicko2_rd, glicko2_volatility, rank_points, xonstat, provisional, <method>_rank, <method>_score, "
+        "tied, name, aps, aps_ci, pwin, pl, survival, pairings, battles, last_battle, wins, draws, losses, "
+        f"{', '.join(STORED)}, provisional, <method>_rank, <method>_score, "
         "los_next (the likelihood that the bot is better than the next one down by APS)}]",
     },
     {

@@ -7,10 +7,11 @@ from __future__ import annotations
 from flask import Blueprint, Response, current_app, jsonify, render_template, request
 
 from rumble.ratings import weng_lin
+from rumble.ratings.columns import RATINGS
 from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import details, melee_battles
 from rumble.web import confidence_data, get_db, now
-from rumble.web.cells import pairing_cells
+from rumble.web.cells import pairing_cells, rating_cell
 from rumble.web.lookup import BATCH_TITLES, NotFound, found_or_404, rumble_or_404
 
 PAIRING_TITLES = {
@@ -71,6 +72,8 @@ def bot_details() -> Response | str:
         batch_titles=BATCH_TITLES,
         provisional_rd=PROVISIONAL_RD,
         cells=pairing_cells,
+        ratings=RATINGS,
+        rating_cell=rating_cell,
         **page,
     )
 

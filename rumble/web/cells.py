@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from markupsafe import Markup, escape
 
+from rumble.ratings.columns import RATINGS, Rating
+
 _NUM = '<td class="num">{}</td>'
 
 
@@ -23,9 +25,23 @@ def _rated(fmt: str, key: str):
     return lambda row, mark: "" if row[key] is None else (fmt % row[key]) + mark
 
 
-def _deviation(key: str):
+def _deviation(fmt: str, key: str, deviation: str):
     """A rating with its 2RD interval, marked ``?`` while provisional."""
-    return lambda row, mark: "" if row[key] is None else f"{row[key]:.1f} ± {2 * row[key + '_rd']:.1f}{mark}"
+    return lambda row, mark: "" if row[key] is None else f"{fmt % row[key]} ± {fmt % (2 * row[deviation])}{mark}"
+
+
+def rating_cell(rating: Rating, values: dict, mark: str) -> Markup:
+    """A rating's cell on the bot's page: its value (± 2RD, and its volatility, where it has them)."""
+    value = values[rating.name]
+    if value is None:
+        return Markup("")
+    text = rating.format % value
+    if rating.deviation:
+        text += " ± " + rating.format % (2 * values[rating.deviation])
+    text += mark
+    if rating.volatility:
+        text += f" <small>(volatility {values[rating.volatility]:.4f})</small>"
+    return Markup(text)
 
 
 # How each rankings column (page_data.COLUMN_TITLES) is written; a column not listed here is written by
@@ -33,11 +49,10 @@ def _deviation(key: str):
 RANKING_FORMATS = {
     "aps_ci": lambda row, mark: _fmt("±%.2f", row["aps_ci"], "n/a"),
     "pl": lambda row, mark: _fmt("%d", row["pl"]),
-    "elo": _rated("%.1f", "elo"),
-    "glicko": _deviation("glicko"),
-    "glicko2": _deviation("glicko2"),
-    "rank_points": _rated("%.0f", "rank_points"),
-    "xonstat": _rated("%.1f", "xonstat"),
+    **{
+        r.name: _deviation(r.format, r.name, r.deviation) if r.deviation else _rated(r.format, r.name)
+        for r in RATINGS  # rumble.ratings.columns
+    },
     "pairings": lambda row, mark: _fmt("%d", row["pairings"]),
     "battles": lambda row, mark: _fmt("%d", row["battles"]),
 }

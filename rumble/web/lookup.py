@@ -9,20 +9,12 @@ from __future__ import annotations
 
 from flask import Response, current_app, jsonify, request
 
+from rumble.rankings.batch import METHODS
 from rumble.store.rumbles import known_rumble_id
 from rumble.web import get_db
 
 STATS_DAYS = 30  # the "recent" window of /RumbleStats (LiteRumble shows 31 days)
-# The batch methods' columns (rumble.rankings.batch.METHODS), after the rating columns.
-BATCH_TITLES = {
-    "schulze": "Schulze",
-    "ranked_pairs": "Ranked Pairs",
-    "copeland": "Copeland",
-    "borda": "Borda",
-    "batch_elo": "Batch Elo",
-    "npp": "ANPP",
-    "vote": "Vote",
-}
+BATCH_TITLES = {name: method.title for name, method in METHODS.items()}  # the batch columns, after the ratings
 
 
 class NotFound(Exception):

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from rumble.rankings import page_figures, ties
 from rumble.ratings import weng_lin
+from rumble.ratings.columns import RATINGS
 from rumble.ratings.online import provisional
 from rumble.store import format_time, melee_battles, stats, tables, upload_stats
 from rumble.store.rumbles import rumble_id, rumble_rows
@@ -22,11 +23,7 @@ COLUMN_TITLES = {
     "pwin": "PWIN",
     "pl": "PL",
     "survival": "Survival",
-    "elo": "Elo",
-    "glicko": "Glicko ± 2RD",
-    "glicko2": "Glicko-2 ± 2RD",
-    "rank_points": "RP",
-    "xonstat": "XonStat Elo",
+    **{rating.name: rating.title for rating in RATINGS},  # rumble.ratings.columns
     "pairings": "Pairings",
     "battles": "Battles",
     "last_battle": "Last battle (UTC)",

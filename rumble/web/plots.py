@@ -19,6 +19,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 from matplotlib.typing import RcKeyType
 
+from rumble.ratings.columns import PLOTTED
 from rumble.store import details, format_time, history, read, stats, upload_stats
 from rumble.web import get_db, now
 from rumble.web.lookup import STATS_DAYS, found_or_404, rumble_or_404
@@ -114,10 +115,11 @@ def history_plot() -> Response:
         rank.set_ylabel("rank")
         aps.plot(days, [r["aps"] for r in rows], marker=marker, color="#2f5d8a")
         aps.set_ylabel("APS (%)")
-        for key, label in (("elo", "Elo"), ("glicko2", "Glicko-2"), ("xonstat", "XonStat Elo")):
-            values = [r[key] for r in rows]
+        for rating in PLOTTED:  # rumble.ratings.columns
+            values = [r[rating.name] for r in rows]
             if any(v is not None for v in values):
-                ratings.plot(days, [float("nan") if v is None else v for v in values], marker=marker, label=label)
+                nan_for_none = [float("nan") if v is None else v for v in values]
+                ratings.plot(days, nan_for_none, marker=marker, label=rating.label)
         ratings.set_ylabel("rating")
         ratings.legend(loc="best", fontsize=8)
         _date_axis(ratings, days)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rumble.ratings import all_pairings, elo, glicko, glicko2, online, rank_points, xonstat
+from rumble.ratings import all_pairings, elo, glicko, glicko2, rank_points, xonstat
 
 DAY = 86_400.0
 
@@ -110,8 +110,3 @@ def test_compiled_step_equals_the_pure_modules(seed):
         assert np.array_equal(table[:, others], before[:, others], equal_nan=True)  # nobody else moves
         assert list(battles - counts) == [1 if j in (a, b) else 0 for j in range(n)]
         now += rng.uniform(0, 3 * DAY)
-
-
-def test_the_field_table_rows_are_the_compiled_steps():
-    """online.Field keeps its values in the rows the compiled step reads."""
-    assert [getattr(all_pairings, name.upper()) for name in online._FIELDS] == list(range(len(online._FIELDS)))

@@ -86,7 +86,3 @@ def test_rankings_and_home_pages_link_the_alternative_rankings(ranked, client):
         as_text=True
     )
     assert 'href="/AlternativeRankings?game=roborumble"' in client.get("/").get_data(as_text=True)
-
-
-def test_batch_titles_name_every_method_in_registry_order():
-    assert list(BATCH_TITLES) == list(METHODS)
