@@ -13,7 +13,7 @@ from rumble.rankings.uploader_consistency import ALPHA
 from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import batch_runs, tables
 from rumble.store.rumbles import known_rumble_id, rumble_rows
-from rumble.web import cells, get_db, now
+from rumble.web import cells, confidence_data, get_db, now
 from rumble.web.lookup import BATCH_TITLES
 from rumble.web.page_data import MELEE_TITLES, columns, ranking_table, stats_page
 from rumble.web.uploader_data import uploader_table
@@ -109,6 +109,7 @@ def alternative_rankings():
     if game not in current_app.extensions["rumble.rumbles"]:
         abort(404, description=f"There is no rumble called {game!r}.")
     page = batch_runs.alternative_rankings(get_db(), known_rumble_id(get_db(), game), tuple(BATCH_TITLES))
+    page["los_matrix"] = confidence_data.los_matrix(get_db(), known_rumble_id(get_db(), game))  # issue 14 item 3
     if request.args.get("api") == "1":
         return jsonify({"game": game, **page})
     return render_template("alternative_rankings.html", game=game, titles={"aps": "APS", **BATCH_TITLES}, **page)
