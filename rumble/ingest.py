@@ -29,6 +29,7 @@ from rumble.store import (
     priority_queue,
     rating_rows,
 )
+from rumble.store.confirmation_queue import pop_for_uploader  # issue 14: unconfirmed pairings
 from rumble.store.rumbles import by_survival, known_rumble_id
 
 MISSING_DRAWN = 4  # missing pairings read per pair of a batch: a wider window to draw from, and room for a melee cap
@@ -197,12 +198,21 @@ def _shift_opponents(db: Store, rumble_id: int, bot: int, sign: int) -> None:
 
 
 def next_priority_battle(
-    db: Store, game: str, batch: int, min_battles: int, hold_minutes: float, rng: random.Random, now_dt: datetime
+    db: Store,
+    game: str,
+    batch: int,
+    min_battles: int,
+    hold_minutes: float,
+    rng: random.Random,
+    now_dt: datetime,
+    uploader: str | None = None,
 ) -> tuple[str, str] | None:
-    """Hand out the rumble's next priority battle, choosing a new batch when the queue is empty."""
+    """Hand out the rumble's next priority battle, choosing a new batch when the queue is empty.
+    ``uploader`` gets first a waiting pairing only another uploader has played (rumble.store.confirmation_queue)."""
     rumble_id = known_rumble_id(db, game)
     now = format_time(now_dt)
-    found = priority_queue.pop_waiting(db, rumble_id, now)
+    found = pop_for_uploader(db, rumble_id, uploader, now) if uploader is not None else None
+    found = found or priority_queue.pop_waiting(db, rumble_id, now)
     if found is not None:
         return found
     forgotten = priority_queue.forget_handed_out(db, rumble_id, format_time(now_dt - timedelta(minutes=hold_minutes)))
@@ -216,7 +226,8 @@ def next_priority_battle(
         return None
     priority_queue.enqueue(db, rumble_id, pairs, now)
     missing_pairings.drop_pairs(db, rumble_id, [(a, b) for a, b, _ in pairs])  # held now, until forgotten
-    return priority_queue.pop_waiting(db, rumble_id, now)
+    found = pop_for_uploader(db, rumble_id, uploader, now) if uploader is not None else None
+    return found or priority_queue.pop_waiting(db, rumble_id, now)
 
 
 def _choose_batch(

@@ -170,6 +170,12 @@ SETTINGS = (
         "Export snapshots that may be written at once, across all workers; a request that finds none free serves the previous snapshot.",
         int,
     ),
+    Setting(
+        "UPLOADERS_MAX_AGE_MINUTES",
+        5.0,
+        "A rumble's uploader-consistency table (it reads the whole log) is kept per worker and served until its rumble has changed and it is this old (0: recomputed after any change).",
+        float,
+    ),
 )
 
 _BY_NAME = {setting.name: setting for setting in SETTINGS}

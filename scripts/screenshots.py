@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """Save a screenshot of every page of the demo data with Debian's headless Chromium.
 
-Loads `rumble demo` into a new database (then `rumble batch`: the batch ranks and the daily rank
-snapshot), starts `rumble serve` on it, and has /usr/bin/chromium save one PNG per page in --out.
-Nothing is downloaded; the server and the browser are stopped at the end.
+Loads `rumble demo` into a new database, then battles of six more uploaders around the demo's
+pairing means (four honest, one adding 15 points to one bot, one sending random shares; through
+`rumble import`) for the uploader tables, then `rumble batch` (the batch ranks and the daily rank
+snapshot); starts `rumble serve` on it, and has /usr/bin/chromium save one PNG per page in --out.
+The maintainers' pages (ADMIN_PAGES) are fetched with a maintainer token made for the run and
+shown from a local copy, as a headless screenshot cannot send the token. Nothing is downloaded;
+the server and the browser are stopped at the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -18,7 +24,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import quote_plus
+from urllib.parse import quote, quote_plus
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -34,19 +40,37 @@ FLAGS = (
     "--hide-scrollbars",
 )
 BOT, OTHER = "demo.Aurora 2.1", "sample.Walls 0.9b"
+NEW_VERSION = "demo.Aurora 2.2"  # uploaded by versions() so that /BotCompare shows a version test
+
+CHEAT, FAVOURED = "mallory", "demo.Aurora 2.1"
+LEFT_ALONE = "demo.Heron 1.0"  # the extra uploaders leave its pairings to the demo's: unconfirmed
 PAGES = [
     ("home", "/", 1900),
     ("rankings", "/Rankings?game=roborumble", 1300),
     ("rankings-sorted-by-glicko2", "/Rankings?game=roborumble&order=-glicko2", 1300),
     ("alternative-rankings", "/AlternativeRankings?game=roborumble", 1500),
     ("bot-details", f"/BotDetails?game=roborumble&name={quote_plus(BOT)}", 2900),
+    ("bot-details-unconfirmed", f"/BotDetails?game=roborumble&name={quote_plus(LEFT_ALONE)}", 2900),
     ("pairing", f"/Pairing?game=roborumble&bot={quote_plus(BOT)}&vs={quote_plus(OTHER)}", 900),
     ("bot-compare", f"/BotCompare?game=roborumble&bota={quote_plus(BOT)}&botb={quote_plus(OTHER)}", 1500),
+    ("rankings-los-to-next", "/Rankings?game=roborumble&order=-aps", 900),
+    ("alternative-rankings-los-matrix", "/AlternativeRankings?game=roborumble#los", 1500),
+    (
+        "bot-compare-version-test",
+        f"/BotCompare?game=roborumble&bota={quote_plus(NEW_VERSION)}&botb={quote_plus(BOT)}",
+        1200,
+    ),
     ("rumble-stats", "/RumbleStats", 1500),
-    ("rumble-stats-roborumble", "/RumbleStats?game=roborumble", 1500),
+    ("rumble-stats-roborumble", "/RumbleStats?game=roborumble", 2400),
     ("score-explanation", "/ScoreExplanation", 5000),
     ("api-reference", "/api/v1/", 2600),
+    ("api-uploaders", "/api/v1/rumbles/roborumble/uploaders", 1500),
+    ("feed-roborumble", "/feed/roborumble", 1500),
 ]  # (file name, path, window height)
+ADMIN_PAGES = [
+    ("admin-uploaders", "/admin/uploaders?game=roborumble", 1100),
+    ("admin-uploader-preview", f"/admin/uploader-preview?game=roborumble&uploader={CHEAT}", 1300),
+]
 
 
 def rumble(*args: str) -> None:
@@ -58,6 +82,97 @@ def rumble(*args: str) -> None:
         stderr=subprocess.DEVNULL,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
+
+
+def versions(base: str, battles: int = 3) -> None:
+    """Upload ``battles`` battles of NEW_VERSION against each of BOT's opponents, about 4 points
+    better than BOT against each (a seeded spread of 6 points a battle), through /UploadedResults."""
+    sys.path.insert(0, str(REPO))
+    import json
+    import random
+
+    from rumble.battle import Battle, Side
+    from rumble.protocol.upload import format_upload
+
+    rng = random.Random(14)
+    url = f"{base}/api/v1/rumbles/roborumble/bots/{quote(BOT)}?limit=100"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        pairings = json.load(answer)["items"]
+    for row in pairings:
+        for _ in range(battles):
+            share = min(0.97, max(0.03, (row["aps"] + 4 + rng.gauss(0, 6)) / 100))
+            mine = round(3000 * share)
+            battle = Battle(
+                "roborumble",
+                "1",
+                "1.9.3.9",
+                False,
+                False,
+                35,
+                "800x600",
+                "screenshots",
+                int(time.time() * 1000),
+                Side(NEW_VERSION, mine, mine // 2, round(35 * share)),
+                Side(row["name"], 3000 - mine, (3000 - mine) // 2, 35 - round(35 * share)),
+            )
+            request = urllib.request.Request(
+                f"{base}/UploadedResults",
+                data=format_upload(battle),
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+            )
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                answer.read()
+
+
+def add_uploaders(db: str, work: Path, battles: int = 150) -> None:
+    """Import ``battles`` battles from each of six uploaders, their shares drawn around the demo's pairing means."""
+    export = work / "demo.jsonl"
+    rumble("export", "--db", db, "--format", "jsonl", str(export))
+    rows = [json.loads(line) for line in export.read_text().splitlines()]
+    shares: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        total = r["first_score"] + r["second_score"]
+        shares.setdefault((r["first_name"], r["second_name"]), []).append(100 * r["first_score"] / max(total, 1))
+    means = {pair: sum(v) / len(v) for pair, v in shares.items() if LEFT_ALONE not in pair}
+    rng, base, out = random.Random(14), rows[-1], []
+    for uploader in ("alice", "bob", "carol", "dave", CHEAT, "randy"):
+        for _ in range(battles):
+            (a, b), mean = rng.choice(sorted(means.items()))
+            share = rng.uniform(0, 100) if uploader == "randy" else rng.gauss(mean, 5)
+            if uploader == CHEAT and FAVOURED in (a, b):
+                share += 15 if a == FAVOURED else -15
+            share = min(98.0, max(2.0, share))
+            firsts = round(35 * share / 100)
+            score_a, score_b = round(50 * share), round(50 * (100 - share))
+            out.append(
+                {
+                    **{key: base[key] for key in ("game", "version", "client", "teams", "melee", "rounds", "field")},
+                    "uploader": uploader,
+                    "client_time": base["client_time"] + 1 + len(out),
+                    "first_name": a,
+                    "first_score": score_a,
+                    "first_bullet_damage": score_a // 2,
+                    "first_firsts": firsts,
+                    "second_name": b,
+                    "second_score": score_b,
+                    "second_bullet_damage": score_b // 2,
+                    "second_firsts": 35 - firsts,
+                    "received_at": base["received_at"],
+                }
+            )
+    extra = work / "uploaders.jsonl"
+    extra.write_text("".join(json.dumps(row) + "\n" for row in out))
+    rumble("import", "--db", db, str(extra))
+
+
+def admin_copy(base: str, path: str, token: str, work: Path, name: str) -> str:
+    """A maintainer's page fetched with ``token`` and saved with a <base> to the server: its file:// URL."""
+    request = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        html = answer.read().decode()
+    copy = work / f"{name}.html"
+    copy.write_text(html.replace("<head>", f'<head><base href="{base}/">', 1))
+    return copy.as_uri() + ("#" + path.split("#", 1)[1] if "#" in path else "")
 
 
 def free_port() -> int:
@@ -111,7 +226,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="rumble-screens-") as work:
         db = str(Path(work) / "rumble.db")
         rumble("demo", "--db", db)
+        add_uploaders(db, Path(work))
         rumble("batch", "--db", db)
+        token = subprocess.run(
+            [sys.executable, "-m", "rumble", "admin", "create-token", "--db", db, "screenshots"],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        ).stdout.split()
+        token = next(word for word in token if word.startswith("rmb_"))
         port = free_port()
         server = subprocess.Popen(
             [sys.executable, "-m", "rumble", "serve", "--db", db, "--port", str(port), "--workers", "1"],
@@ -124,10 +249,15 @@ def main(argv: list[str] | None = None) -> int:
         try:
             base = f"http://127.0.0.1:{port}"
             wait_until_up(base + "/", server)
+            versions(base)
             for n, (name, path, height) in enumerate(PAGES, start=1):
                 target = args.out / f"{n:02d}-{name}.png"
                 screenshot(base + path, target, height, args.width)
                 print(f"{target}  ({path})")
+            for n, (name, path, height) in enumerate(ADMIN_PAGES, start=len(PAGES) + 1):
+                target = args.out / f"{n:02d}-{name}.png"
+                screenshot(admin_copy(base, path, token, Path(work), name), target, height, args.width)
+                print(f"{target}  ({path}, as a maintainer)")
         finally:
             server.terminate()
             server.wait(15)

@@ -23,7 +23,7 @@ HOSTILE: dict[str, bytes] = {
     "far-future time with a zone": b"9999-12-31T23:59:59-12:00",
 }
 A, B = "sample.Corners 1.0", "sample.RamFire 1.0"
-VALID = {"game": "roborumble", "name": A, "bot": A, "vs": B, "bota": A, "botb": B}
+VALID = {"game": "roborumble", "name": A, "bot": A, "vs": B, "bota": A, "botb": B, "old": B, "new": A}
 PATH_VALID = {"game": "roborumble", "name": A, "table": "rankings", "fmt": "csv", "filename": "favicon.svg"}
 
 # What each endpoint reads from its query string (GET) or form (POST), besides its path variables.
@@ -52,13 +52,19 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "api.bot_history": (),
     "api.pairing": ("bot", "vs", "limit", "page"),
     "api.compare": ("bota", "botb", "order", "limit", "page"),
+    "api.version_test": ("old", "new", "delta"),
+    "api.uploaders": ("limit", "page"),
+    "feed.all_feed": (),
+    "feed.rumble_feed": ("api",),  # the 404 of an unknown rumble reads it (rumble.web.lookup.failure)
     "api.all_stats": (),
     "api.rumble_stats": (),
     "api.export_table": (),
     "api.export_sqlite": (),
     "admin.login": ("next", "token", "csrf_token"),
     "admin.logout": ("csrf_token",),
-    "admin.audit_page": ("api",),
+    "admin.audit_page": ("api", "uploaders"),
+    "admin.uploaders.table": ("game", "api"),
+    "admin.uploaders.preview": ("game", "uploader", "api"),
     "admin.removals_page": (),
     "admin.flagged_page": (),
     "admin.job_page": ("id",),

@@ -35,6 +35,8 @@ ADMIN_URLS = [
     ("POST", "/admin/unflag"),
     ("POST", "/admin/rollback"),
     ("GET", "/admin/jobs"),
+    ("GET", "/admin/uploaders"),
+    ("GET", "/admin/uploader-preview"),
 ]
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 BOTS = ["a.Alpha 1.0", "b.Beta 1.0", "c.Gamma 1.0", "d.Delta 1.0"]

@@ -132,3 +132,45 @@ def all_participant_ids(db: Store, rumble_id: int) -> list[int]:
         row[0]
         for row in db.execute("SELECT bot_id FROM participants WHERE rumble_id = ? ORDER BY bot_id", (rumble_id,))
     ]
+
+
+def moments_by_name(
+    db: Store, rumble_id: int, pairs: list[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[int, float]]:
+    """(battles, aps_m2) of the pairing of each (bot, opponent) in ``pairs``, by full names, for
+    those that exist (the likelihood of superiority needs the shared pairing's variance)."""
+    found: dict[tuple[str, str], tuple[int, float]] = {}
+    for start in range(0, len(pairs), 400):  # two bound parameters a pair, within SQLite's limit
+        chunk = pairs[start : start + 400]
+        rows = db.execute(
+            f"WITH wanted(a, b) AS (VALUES {', '.join('(?, ?)' for _ in chunk)}) "
+            "SELECT wanted.a, wanted.b, x.battles, x.aps_m2 FROM wanted "
+            "JOIN bots ba ON ba.full_name = wanted.a JOIN bots bb ON bb.full_name = wanted.b "
+            "JOIN pairings x ON x.rumble_id = ? AND x.bot_id = ba.id AND x.opponent_id = bb.id",
+            (*(name for pair in chunk for name in pair), rumble_id),
+        ).fetchall()
+        found.update({(a, b): (battles, m2) for a, b, battles, m2 in rows})
+    return found
+
+
+def ci_counts(db: Store, rumble_id: int) -> dict[str, int]:
+    """Each bot's live pairings with 2 battles or more (``ci_count`` of its summary), by full name."""
+    rows = db.execute(
+        "SELECT b.full_name, s.ci_count FROM bot_summaries s JOIN bots b ON b.id = s.bot_id WHERE s.rumble_id = ?",
+        (rumble_id,),
+    ).fetchall()
+    return {name: count for name, count in rows}
+
+
+def top_by_aps(db: Store, rumble_id: int, limit: int) -> list[dict]:
+    """The ``limit`` active bots of highest APS (ties by name, as the rankings' rank): name, aps,
+    aps_ci, pairings, battles and ci_count, for the likelihood-of-superiority matrix."""
+    rows = db.execute(
+        "SELECT b.full_name, s.aps, s.aps_ci, s.pairings, s.battles, s.ci_count FROM bot_summaries s "
+        "JOIN participants p ON p.rumble_id = s.rumble_id AND p.bot_id = s.bot_id AND p.active = 1 "
+        "JOIN bots b ON b.id = s.bot_id WHERE s.rumble_id = ? AND s.aps IS NOT NULL "
+        "ORDER BY s.aps DESC, b.full_name LIMIT ?",
+        (rumble_id, limit),
+    ).fetchall()
+    keys = ("name", "aps", "aps_ci", "pairings", "battles", "ci_count")
+    return [dict(zip(keys, row)) for row in rows]

@@ -13,13 +13,16 @@ from flask import Blueprint, current_app, g, jsonify, redirect, render_template,
 from flask.sessions import SecureCookieSessionInterface
 
 from rumble import ingest, integrity, maintenance_jobs, overrides, store
+from rumble.rankings.uploader_consistency import ALPHA
 from rumble.store import admin_sessions, battle_states, bots, maintainers, removals, stats
-from rumble.store.rumbles import rumble_id
-from rumble.web import admin_auth, get_db, now
+from rumble.store.rumbles import known_rumble_id, rumble_id
+from rumble.web import admin_auth, admin_uploaders, get_db, now
 from rumble.web.admin_auth import admin_required, csrf_token
 from rumble.web.body import MalformedBody, form_or_json
+from rumble.web.uploader_data import uploader_table
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
+bp.register_blueprint(admin_uploaders.bp)  # /admin/uploaders and /admin/uploader-preview
 
 
 class AdminSessionInterface(SecureCookieSessionInterface):
@@ -89,6 +92,8 @@ def audit_page():
     if request.args.get("api") == "1":
         return jsonify(rows)
     games = sorted(current_app.extensions["rumble.rumbles"])
+    chosen = request.args.get("uploaders")  # the rumble whose uploader-consistency table to show, if any
+    consistency = uploader_table(db, known_rumble_id(db, chosen)) if chosen is not None and chosen in games else None
     csrf = csrf_token() if g.admin_via == "session" else ""
     return render_template(
         "admin.html",
@@ -101,6 +106,9 @@ def audit_page():
         failures=failures,
         retirements=retirements,
         jobs=jobs,
+        uploaders_game=chosen if consistency is not None else None,
+        consistency=consistency,
+        alpha=ALPHA,
         clients=stored.accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"]),
         rumbles=stored.rumbles(current_app.extensions["rumble.rumbles"]),
     )

@@ -16,13 +16,15 @@ from flask import Blueprint, Response, current_app, jsonify, render_template, re
 
 from rumble import exports
 from rumble.parameters import MAX_PAGE, ParameterError, whole_number
+from rumble.rankings.uploader_consistency import ALPHA
 from rumble.ratings.columns import STORED
 from rumble.store import batch_runs, details, export, history, read
 from rumble.store.rumbles import rumble_rows
 from rumble.store.tables import RANKING_COLUMNS, RANKING_ORDER
-from rumble.web import clock, get_db, now
+from rumble.web import clock, confidence_data, get_db, now
 from rumble.web.lookup import BATCH_TITLES, NotFound, found_or_404, rumble_or_404
 from rumble.web.page_data import MELEE_TITLES, ranking_table, stats_page
+from rumble.web.uploader_data import uploader_table, with_confirmation
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 DEFAULT_LIMIT, MAX_LIMIT = 100, 5000
@@ -49,14 +51,17 @@ ENDPOINTS = [
         "params": {"order": f"a column ({', '.join(RANKING_ORDER)}), - for descending (default -aps)", **PAGINATION},
         "fields": f"game, order, state (complete, incomplete or unstable), banner, {PAGE_FIELDS}: [{{rank, rank_range: [best, worst], "
         "tied, name, aps, aps_ci, pwin, pl, survival, pairings, battles, last_battle, wins, draws, losses, "
-        f"{', '.join(STORED)}, provisional, <method>_rank, <method>_score}}]",
+        f"{', '.join(STORED)}, provisional, <method>_rank, <method>_score, "
+        "los_next (the likelihood that the bot is better than the next one down by APS)}]",
     },
     {
         "rule": "/api/v1/rumbles/<game>/alternative-rankings",
         "summary": "Each bot's rank under APS and every batch method, from the latest runs.",
         "params": {},
         "fields": "game, methods (those with stored ranks), method_runs ({method: run id}), runs: [{id, ...}], "
-        "rows: [{name, aps_rank, aps_score, <method>_rank, <method>_score, and the disagreement marks}] in APS order",
+        "rows: [{name, aps_rank, aps_score, <method>_rank, <method>_score, and the disagreement marks}] in APS order, "
+        "los_matrix: {names, aps, los} for the top 20 by APS, los[i][j] the likelihood that bot i is better than bot j "
+        "(null on the diagonal)",
     },
     {
         "rule": "/api/v1/rumbles/<game>/bots/<path:name>",
@@ -68,7 +73,8 @@ ENDPOINTS = [
         },
         "fields": f"game, bot: {{name, active}}, summary: {{aps, aps_ci, pwin, pl, survival, pairings, battles, last_battle, wins, draws, "
         f"losses, ratings, batch}}, versions: [{{{', '.join(details.VERSION_COLUMNS)}}}], {PAGE_FIELDS}: [{{name, active, aps, "
-        "aps_ci, survival, battles, last_battle, expected, pbi, knnpbi, npp, opponent_aps}]",
+        "aps_ci, survival, battles, last_battle, expected, pbi, knnpbi, npp, opponent_aps, confirmed (false: every battle "
+        "from one uploader), sole_uploader}], unconfirmed (how many pairings are)",
     },
     {
         "rule": "/api/v1/rumbles/<game>/bots/<path:name>/history",
@@ -94,7 +100,29 @@ ENDPOINTS = [
         },
         "fields": f"game, bota, botb, common, a_aps, b_aps, a_survival, b_survival, diff: {{mean, low, high, confidence, method}}, verdict, "
         f"win_probability, head_to_head, {PAGE_FIELDS}: [{{name, a_aps, b_aps, diff, a_survival, b_survival, diff_survival, "
-        "a_battles, b_battles, opponent_aps}]",
+        "a_battles, b_battles, opponent_aps}], version_test (as /api/v1/rumbles/<game>/version-test with new = A, old = B; "
+        "null unless A and B are two versions of one bot)",
+    },
+    {
+        "rule": "/api/v1/rumbles/<game>/version-test",
+        "summary": "Is the new version better than the old? A sequential probability ratio test over the per-opponent "
+        "APS differences of two versions of one bot (see /ScoreExplanation#version-test).",
+        "params": {
+            "old": "the old version's full name (pkg.Bot 1.0)",
+            "new": "the new version's full name (pkg.Bot 1.1); same package.Class as old",
+            "delta": "the improvement the test looks for, in APS points, 0.1 to 20 (default 1)",
+        },
+        "fields": "game, new, old, verdict (better, worse, no difference, not yet), opponents, battles (both versions, "
+        "over the common opponents), mean, variance, information, llr_better, llr_worse, upper, lower (Wald's bounds), "
+        "delta, alpha, beta, more_battles (about how many more battles to a verdict; null once decided), min_opponents",
+    },
+    {
+        "rule": "/api/v1/rumbles/<game>/uploaders",
+        "summary": "Each uploader's consistency with the other uploaders on the same pairings, flagged ones first "
+        "(/ScoreExplanation#uploaders; flagged when the Holm-corrected p is below alpha).",
+        "params": {**PAGINATION},
+        "fields": f"game, alpha, {PAGE_FIELDS}: [{{uploader, battles, pairings_shared, tested, z, p, p_raw, rms_z, "
+        "p_dispersion, bias_z, p_bias, flagged, reason, top_bots: [{bot, battles, mean_residual, t}]}]",
     },
     {
         "rule": "/api/v1/stats",
@@ -215,7 +243,11 @@ def rankings(game: str) -> Response:
 @bp.get("/rumbles/<game>/alternative-rankings")
 def alternative_rankings(game: str) -> Response:
     return jsonify(
-        {"game": game, **batch_runs.alternative_rankings(get_db(), rumble_or_404(game), tuple(BATCH_TITLES))}
+        {
+            "game": game,
+            **batch_runs.alternative_rankings(get_db(), rumble_or_404(game), tuple(BATCH_TITLES)),
+            "los_matrix": confidence_data.los_matrix(get_db(), rumble_or_404(game)),
+        }
     )
 
 
@@ -227,7 +259,7 @@ def bot(game: str, name: str) -> Response:
         game,
         name,
     )
-    pairings = page.pop("pairings")
+    pairings = with_confirmation(get_db(), rumble_or_404(game), page).pop("pairings")
     return jsonify({"game": game, "order": order, **page, **_paginated(pairings)})
 
 
@@ -257,8 +289,33 @@ def compare(game: str) -> Response:
         a,
         b,
     )
+    page["version_test"] = confidence_data.version_test_of(page)  # issue 14 item 4: A (new) against B (old)
     rows = page.pop("rows")
     return jsonify({"game": game, "order": order, **page, **_paginated(rows)})
+
+
+@bp.get("/rumbles/<game>/version-test")
+def version_test(game: str) -> Response:
+    """Is ``new`` better than ``old``, two versions of one bot? (rumble.rankings.version_test)"""
+    rid = rumble_or_404(game)
+    old, new = request.args.get("old"), request.args.get("new")
+    if not old or not new:
+        raise ApiError("Give both versions: old=NAME and new=NAME (like pkg.Bot 1.0 and pkg.Bot 1.1).")
+    try:
+        delta = confidence_data.parse_delta(request.args.get("delta"))
+    except ValueError as error:
+        raise ApiError(f"{error}.") from None
+    page = found_or_404(details.bot_compare(get_db(), rid, new, old, now=now().timestamp()), game, new, old)
+    found = confidence_data.version_test_of(page, delta)
+    if found is None:
+        raise ApiError(f"{page['botb']!r} and {page['bota']!r} are not two versions of one bot (package.Class).")
+    return jsonify({"game": game, **found})
+
+
+@bp.get("/rumbles/<game>/uploaders")
+def uploaders(game: str) -> Response:
+    items = uploader_table(get_db(), rumble_or_404(game))
+    return jsonify({"game": game, "alpha": ALPHA, **_paginated(items)})
 
 
 @bp.get("/stats")

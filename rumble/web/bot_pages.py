@@ -10,9 +10,10 @@ from rumble.ratings import weng_lin
 from rumble.ratings.columns import RATINGS
 from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import details, melee_battles
-from rumble.web import get_db, now
+from rumble.web import confidence_data, get_db, now
 from rumble.web.cells import pairing_cells, rating_cell
 from rumble.web.lookup import BATCH_TITLES, NotFound, found_or_404, rumble_or_404
+from rumble.web.uploader_data import with_confirmation
 
 PAIRING_TITLES = {
     "aps": "APS",
@@ -59,6 +60,7 @@ def bot_details() -> Response | str:
         game,
         name,
     )
+    with_confirmation(get_db(), rumble_or_404(game), page)  # unconfirmed pairings: one uploader only
     if current_app.extensions["rumble.rumbles"][game].melee:
         page["melee"] = _melee(melee_battles.bot_page(get_db(), rumble_or_404(game), page["bot"]["name"]))
     if request.args.get("api") == "1":
@@ -128,6 +130,7 @@ def bot_compare() -> Response | str:
         a,
         b,
     )
+    page["version_test"] = confidence_data.version_test_of(page)  # issue 14 item 4: A (new) against B (old)
     if args.get("api") == "1":
         return jsonify({"game": game, **page})
     return render_template("bot_compare.html", game=game, order=order, titles=COMPARE_TITLES, **page)

@@ -107,6 +107,7 @@ def _receive(db, moment: datetime) -> UploadOutcome:
                 settings["PRIORITY_HOLD_MINUTES"],
                 _rng,
                 now(),
+                battle.uploader,  # unconfirmed pairings go to another uploader first (issue 14)
             )
     # Only now, after COMMIT, may the client be told OK.
     seen = UploadOutcome(Kind.ACCEPTED, battle.game, battle.first.name, battle.second.name, applied.counts)

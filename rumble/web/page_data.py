@@ -14,7 +14,7 @@ from rumble.ratings.columns import RATINGS
 from rumble.ratings.online import provisional
 from rumble.store import format_time, melee_battles, stats, tables, upload_stats
 from rumble.store.rumbles import rumble_id, rumble_rows
-from rumble.web import now
+from rumble.web import confidence_data, now
 from rumble.web.lookup import STATS_DAYS
 
 COLUMN_TITLES = {
@@ -57,6 +57,7 @@ def ranking_table(db, rid: int, order: str, moment: float, melee: bool = False) 
         with_melee(rows, melee_battles.ratings_by_name(db, rid), order if melee_order else None, moment)
     for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):
         row["rank_range"], row["tied"] = [best, worst], best != worst
+    confidence_data.with_los_to_next(db, rid, rows)  # "LOS to next" (issue 14 item 3), by APS whatever the order
     state, banner = ties.stability([r["pairings"] for r in rows], tables.unrated_since_last_event(db, rid))
     return rows, state, banner
 

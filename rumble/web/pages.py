@@ -9,12 +9,14 @@ from urllib.parse import quote_plus
 from flask import Blueprint, abort, current_app, jsonify, render_template, request
 
 from rumble.parameters import MAX_PAGE, ParameterError, whole_number
+from rumble.rankings.uploader_consistency import ALPHA
 from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import batch_runs, tables
 from rumble.store.rumbles import known_rumble_id, rumble_rows
-from rumble.web import cells, get_db, now
+from rumble.web import cells, confidence_data, get_db, now
 from rumble.web.lookup import BATCH_TITLES
 from rumble.web.page_data import MELEE_TITLES, columns, ranking_table, stats_page
+from rumble.web.uploader_data import uploader_table
 
 bp = Blueprint("pages", __name__)
 MAX_LIMIT = 100_000  # rows a /Rankings page may ask for: every bot of any rumble (by default a page has them all)
@@ -107,6 +109,7 @@ def alternative_rankings():
     if game not in current_app.extensions["rumble.rumbles"]:
         abort(404, description=f"There is no rumble called {game!r}.")
     page = batch_runs.alternative_rankings(get_db(), known_rumble_id(get_db(), game), tuple(BATCH_TITLES))
+    page["los_matrix"] = confidence_data.los_matrix(get_db(), known_rumble_id(get_db(), game))  # issue 14 item 3
     if request.args.get("api") == "1":
         return jsonify({"game": game, **page})
     return render_template("alternative_rankings.html", game=game, titles={"aps": "APS", **BATCH_TITLES}, **page)
@@ -130,6 +133,9 @@ def rumble_stats():
     if game is not None and game not in current_app.extensions["rumble.rumbles"]:
         abort(404, description=f"There is no rumble called {game!r}.")
     page = stats_page(get_db(), game)
+    # one rumble's uploader consistency (rumble.web.uploader_data); every rumble at once would scan every log
+    page["consistency"] = uploader_table(get_db(), known_rumble_id(get_db(), game)) if game else []
+    page["alpha"] = ALPHA
     if request.args.get("api") == "1":
         return jsonify(page)
     return render_template("rumble_stats.html", **page)

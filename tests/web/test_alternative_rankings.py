@@ -36,7 +36,8 @@ def test_the_page_lists_every_bot_under_every_method_in_aps_order(ranked, client
     assert data["runs"][0]["id"] == ranked.run_id and data["runs"][0]["battles"] == 250
     page = client.get("/AlternativeRankings?game=roborumble").get_data(as_text=True)
     assert all(f"<th>{title}</th>" in page for title in BATCH_TITLES.values())
-    assert page.count("<tr") == 21
+    ranks, matrix = page.split('<h2 id="los">')  # the rank table, then the top-20 LOS matrix
+    assert ranks.count("<tr") == 21 and matrix.count("<tr") == 21
 
 
 def test_the_largest_disagreements_are_marked_in_html_and_json(ranked, client):

@@ -1,0 +1,356 @@
+"""Uploader consistency: how far each uploader's battles fall from the other uploaders' consensus.
+
+After fishtest's per-worker residuals (a worker whose results are implausible next to everyone
+else's is dropped). Pure code over plain data: one ``Share`` per battle, the score share (0 to 100)
+of the pairing's first bot (``a < b``) as one uploader reported it.
+
+**Residuals.** For uploader u and one of its battles x on pairing p, the *others* are every battle
+on p by the other uploaders (less those already flagged, see below): n_o battles with mean m_o and
+sum of squares SS_o. Then
+
+    z = (x − m_o) / sqrt(s_p² · (1 + 1/n_o)),
+    s_p² = max((K · c · spread(m_o) + SS_o) / (K + n_o − 1), SD_FLOOR²),
+
+the battle-level variance of p: its own sum of squares shrunk towards a rumble-wide model
+c · spread(m), spread(m) = m(100 − m)/2500 + SPREAD_FLOOR (a share varies like a proportion: most
+at 50, least near 0 and 100), c pooled over every pairing (Σ SS / Σ (n − 1) · spread(mean)), with
+K = ``SHRINK`` pseudo-battles. Under "u reports as the others do", z has mean 0 and variance about
+1: x and m_o are independent draws from p's battle distribution, the second a mean of n_o of them.
+
+**Two tests per uploader**, because a forger can err two ways, each calibrated against the other
+uploaders' own residuals (every uploader's z against its others, the reference being the pool of
+the *other* uploaders' z), so that a variance model that fits a real rumble only roughly neither
+flags the honest nor hides the dishonest:
+
+* dispersion (random shares: residuals centred on 0 but too wide): over u's n battles,
+  D = (Σ z² − n μ) / sqrt(n v), where μ and v are the mean and variance of z² in the reference;
+  about N(0, 1) for large n (central limit theorem), one-sided (too wide only);
+* bias (a bot pushed up or down whenever it fights): for each bot b, u's residuals from b's side,
+  T_b = Σ z / sqrt(n_b w_b), w_b the mean z² of the reference's battles of b (μ when it has
+  fewer than ``MIN_REFERENCE`` of them); the largest |T_b|, two-sided, Bonferroni-corrected over
+  the bots tested.
+
+The uploader's p is the smaller of the two, doubled (Bonferroni over the two tests), then
+Holm-corrected over the uploaders tested (Holm 1979, "A simple sequentially rejective multiple
+test procedure", Scand. J. Statist. 6: 65–70). An uploader is flagged when that corrected p is
+below ``ALPHA``. The flagged are then left out of the consensus and of the reference and everyone
+is tested again, until no new uploader is flagged: a forger must not drag the consensus the honest
+are measured against (fishtest drops such workers the same way).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any
+
+ALPHA = 0.01  # flag when the Holm-corrected p is below this: one honest uploader in 100 rumbles at most
+SD_FLOOR = 1.0  # score-share points: a pairing whose other battles agree exactly still has some noise
+SHRINK = 5.0  # pseudo-battles of the modelled variance added to a pairing's own (few battles, noisy variance)
+SPREAD_FLOOR = 0.05  # a 0/100 pairing still varies: its variance is taken as at least 5 % of a 50/50 one's
+MIN_BATTLES = 20  # an uploader with fewer battles on pairings others also played is not tested
+BOT_SHRINK = 30.0  # pseudo-residuals of the overall mean z² added to a bot's own (its own is noisy)
+MIN_REFERENCE = 10  # reference battles below which a normal z's moments stand in for the measured ones
+TOP_BOTS = 3  # bots listed per uploader
+P_FLOOR = 1e-300  # p-values are clamped here so that z stays finite
+_NORMAL = NormalDist()
+
+
+@dataclass(frozen=True)
+class Share:
+    """One battle: ``uploader`` reported ``share`` (0 to 100) for bot ``a`` against bot ``b`` (a < b)."""
+
+    uploader: str
+    a: str
+    b: str
+    share: float
+
+
+@dataclass
+class Verdict:
+    """One uploader's figures (``p`` is Holm-corrected; ``p_raw`` before the correction)."""
+
+    uploader: str
+    battles: int
+    pairings_shared: int = 0
+    tested: bool = False
+    z: float | None = None
+    p: float | None = None
+    p_raw: float | None = None
+    rms_z: float | None = None
+    p_dispersion: float | None = None
+    bias_z: float | None = None
+    p_bias: float | None = None
+    flagged: bool = False
+    reason: str = ""
+    top_bots: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        """The fields the API and the pages show."""
+        return {
+            "uploader": self.uploader,
+            "battles": self.battles,
+            "pairings_shared": self.pairings_shared,
+            "tested": self.tested,
+            "z": self.z,
+            "p": self.p,
+            "p_raw": self.p_raw,
+            "rms_z": self.rms_z,
+            "p_dispersion": self.p_dispersion,
+            "bias_z": self.bias_z,
+            "p_bias": self.p_bias,
+            "flagged": self.flagged,
+            "reason": self.reason,
+            "top_bots": self.top_bots,
+        }
+
+
+def normal_upper(z: float) -> float:
+    """P(Z > z) for a standard normal Z."""
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given: the i-th smallest of m is multiplied
+    by m − i + 1, kept monotone, capped at 1."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for step, i in enumerate(order):
+        running = max(running, min(1.0, (m - step) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+Totals = dict[tuple[str, str], dict[str, list[float]]]  # pairing -> uploader -> [n, Σx, Σx²]
+
+
+def totals(shares: list[Share]) -> Totals:
+    """Per pairing and uploader: battles, sum and sum of squares of the shares."""
+    found: Totals = defaultdict(dict)
+    for s in shares:
+        t = found[(s.a, s.b)].setdefault(s.uploader, [0, 0.0, 0.0])
+        t[0] += 1
+        t[1] += s.share
+        t[2] += s.share * s.share
+    return found
+
+
+def spread(m: float) -> float:
+    """The shape of a share's battle variance at mean ``m``: m(100 − m)/2500 as for a proportion (1 at 50,
+    0 at the ends), plus ``SPREAD_FLOOR`` so that a lopsided pairing is not taken as noiseless."""
+    return m * (100.0 - m) / 2500.0 + SPREAD_FLOOR
+
+
+def pooled_scale(by_pairing: Totals, excluded: frozenset[str]) -> float:
+    """c in Var(share) ≈ c · spread(mean): Σ within-pairing sum of squares / Σ (n − 1) · spread(mean),
+    over the battles of uploaders not ``excluded``; the floor's square if there are none."""
+    ss, weight = 0.0, 0.0
+    for per_uploader in by_pairing.values():
+        n, s, q = _summed(per_uploader, excluded)
+        if n > 1:
+            ss += max(q - s * s / n, 0.0)
+            weight += (n - 1) * spread(s / n)
+    return max(ss / weight, SD_FLOOR**2) if weight else SD_FLOOR**2
+
+
+@dataclass(frozen=True)
+class Residual:
+    """One uploader's battles on pairing (a, b): their count, their mean's distance from the others'
+    mean in points (from a's side), and that distance standardised (z)."""
+
+    a: str
+    b: str
+    battles: int
+    residual: float
+    z: float
+
+
+def residuals(
+    by_pairing: Totals, uploader: str, excluded: frozenset[str] = frozenset(), scale: float | None = None
+) -> list[Residual]:
+    """``uploader``'s pairings that the others (not in ``excluded``) also played, each with its
+    residual and z (module docstring). ``scale``: c, pooled over the battles not ``excluded`` when None.
+
+    One residual per pairing, not per battle: an uploader's battles on one pairing are all measured
+    against the same consensus, so their z would be correlated and the sums below too wide."""
+    c = pooled_scale(by_pairing, excluded) if scale is None else scale
+    found = []
+    for (a, b), per_uploader in by_pairing.items():
+        own = per_uploader.get(uploader)
+        if own is None:
+            continue
+        n, total, q = _summed(per_uploader, excluded | {uploader})
+        if n < 1:
+            continue
+        mean = total / n
+        ss = max(q - total * total / n, 0.0)
+        k = int(own[0])
+        # the model at the mean of every battle of the pairing: at the others' mean alone it would
+        # shrink when that mean errs towards 0 or 100 and skew z against the stronger bot
+        everyone = (total + own[1]) / (n + k)
+        variance = max((SHRINK * c * spread(everyone) + ss) / (SHRINK + n - 1), SD_FLOOR**2)
+        r = own[1] / k - mean
+        found.append(Residual(a, b, k, r, r / math.sqrt(variance * (1.0 / k + 1.0 / n))))
+    return found
+
+
+def _summed(per_uploader: dict[str, list[float]], excluded: frozenset[str]) -> tuple[float, float, float]:
+    """[n, Σx, Σx²] over the uploaders not in ``excluded``."""
+    n = total = q = 0.0
+    for u, (k, s, sq) in per_uploader.items():
+        if u not in excluded:
+            n, total, q = n + k, total + s, q + sq
+    return n, total, q
+
+
+Found = list[Residual]
+
+
+@dataclass
+class Reference:
+    """Sums over the reference residuals: count, Σ |z|, Σ z², and per bot [count, Σ z²]."""
+
+    n: float = 0.0
+    z1: float = 0.0
+    z2: float = 0.0
+    bots: dict[str, list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))
+
+    def add(self, found: Found, sign: float = 1.0) -> None:
+        """Add (or with ``sign`` −1 take away) one uploader's residuals."""
+        for one in found:
+            self.n += sign
+            self.z1 += sign * abs(one.z)
+            self.z2 += sign * one.z * one.z
+            for bot in (one.a, one.b):
+                self.bots[bot][0] += sign
+                self.bots[bot][1] += sign * one.z * one.z
+
+    def copy(self) -> Reference:
+        """An independent copy."""
+        return Reference(
+            self.n, self.z1, self.z2, defaultdict(lambda: [0.0, 0.0], {b: list(v) for b, v in self.bots.items()})
+        )
+
+    def moments(self) -> tuple[float, float]:
+        """(μ, v): mean and variance of |z|; a normal z's, sqrt(2/π) and 1 − 2/π, with fewer than
+        ``MIN_REFERENCE`` residuals."""
+        if self.n < MIN_REFERENCE:
+            return math.sqrt(2.0 / math.pi), 1.0 - 2.0 / math.pi
+        mu = self.z1 / self.n
+        return mu, max(self.z2 / self.n - mu * mu, 1e-9)
+
+    def bot_variance(self, bot: str) -> float:
+        """w_b: the mean z² of the reference's residuals of ``bot``, shrunk towards that of all of them
+        (``BOT_SHRINK`` pseudo-residuals; 1 when the reference is too small)."""
+        overall = self.z2 / self.n if self.n >= MIN_REFERENCE else 1.0
+        n, z2 = self.bots.get(bot, (0.0, 0.0))
+        return (max(z2, 0.0) + BOT_SHRINK * overall) / (max(n, 0.0) + BOT_SHRINK)
+
+
+def bot_shifts(found: Found, reference: Reference) -> list[dict[str, Any]]:
+    """Per bot, from that bot's side: battles, mean residual per battle in points, and
+    T_b = Σ z / sqrt(m_b w_b) over its m_b pairings; largest |T_b| first."""
+    sums: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0.0])  # pairings, battles, Σ k·r, Σ z
+    for one in found:
+        for bot, sign in ((one.a, 1.0), (one.b, -1.0)):
+            sums[bot][0] += 1
+            sums[bot][1] += one.battles
+            sums[bot][2] += sign * one.residual * one.battles
+            sums[bot][3] += sign * one.z
+    rows: list[dict[str, Any]] = [
+        {
+            "bot": bot,
+            "battles": int(k),
+            "mean_residual": r / k,
+            "t": z / math.sqrt(m * reference.bot_variance(bot)),
+        }
+        for bot, (m, k, r, z) in sums.items()
+    ]
+    rows.sort(key=lambda row: (-abs(row["t"]), row["bot"]))
+    return rows
+
+
+def uploader_tests(found: Found, reference: Reference) -> tuple[float, float, float, float, list[dict[str, Any]]]:
+    """(rms z, dispersion p, largest |T_b|, bias p Bonferroni-corrected over the bots, per-bot rows)."""
+    n = len(found)
+    q = sum(one.z * one.z for one in found)
+    mu, v = reference.moments()
+    # μ is itself estimated, from reference.n residuals: its error widens the difference by n / reference.n
+    spread_of_sum = math.sqrt(n * v * (1.0 + n / max(reference.n, MIN_REFERENCE)))
+    p_dispersion = normal_upper((sum(abs(one.z) for one in found) - n * mu) / spread_of_sum)
+    bots = bot_shifts(found, reference)
+    worst = abs(bots[0]["t"])
+    return math.sqrt(q / n), p_dispersion, worst, min(1.0, len(bots) * 2.0 * normal_upper(worst)), bots
+
+
+def consistency(shares: list[Share], alpha: float = ALPHA, min_battles: int = MIN_BATTLES) -> list[Verdict]:
+    """Every uploader's verdict, flagged ones first, then by corrected p (module docstring)."""
+    counts: dict[str, int] = defaultdict(int)
+    for s in shares:
+        counts[s.uploader] += 1
+    by_pairing = totals(shares)
+    excluded: frozenset[str] = frozenset()
+    while True:
+        scale = pooled_scale(by_pairing, excluded)
+        found = {u: residuals(by_pairing, u, excluded, scale) for u in sorted(counts)}
+        pool = Reference()
+        for u, rows in found.items():
+            if u not in excluded:
+                pool.add(rows)
+        verdicts = [_verdict(u, counts[u], found[u], pool, u not in excluded, min_battles) for u in sorted(counts)]
+        tested = [v for v in verdicts if v.p_raw is not None]
+        for v, p in zip(tested, holm([v.p_raw for v in tested if v.p_raw is not None])):
+            v.p, v.flagged = p, p < alpha
+        flagged = frozenset(v.uploader for v in verdicts if v.flagged)
+        if flagged <= excluded:
+            break
+        excluded = excluded | flagged
+    for v in verdicts:
+        v.reason = _reason(v, alpha, min_battles)
+    verdicts.sort(key=lambda v: (not v.flagged, v.p if v.p is not None else 2.0, v.uploader))
+    return verdicts
+
+
+def _verdict(uploader: str, battles: int, found: Found, pool: Reference, pooled: bool, min_battles: int) -> Verdict:
+    """One uploader's figures; its reference is ``pool`` less its own residuals if they are in it."""
+    verdict = Verdict(uploader, battles, pairings_shared=len(found))
+    if sum(one.battles for one in found) < min_battles:
+        return verdict
+    reference = pool.copy()
+    if pooled:
+        reference.add(found, -1.0)
+    rms, p_dispersion, worst, p_bias, bots = uploader_tests(found, reference)
+    verdict.tested = True
+    verdict.rms_z, verdict.p_dispersion, verdict.bias_z, verdict.p_bias = rms, p_dispersion, worst, p_bias
+    verdict.p_raw = min(1.0, 2.0 * min(p_dispersion, p_bias))
+    # the normal deviate whose upper tail is p_raw: "how many sigmas" (0 for p_raw ≥ 1/2)
+    verdict.z = max(0.0, -_NORMAL.inv_cdf(min(max(verdict.p_raw, P_FLOOR), 0.5)))
+    verdict.top_bots = [{k: r[k] for k in ("bot", "battles", "mean_residual", "t")} for r in bots[:TOP_BOTS]]
+    return verdict
+
+
+def _p_text(p: float | None) -> str:
+    """A p-value for reading: three significant digits, or "< 1e-300" where it underflows."""
+    return "< 1e-300" if p is not None and p < P_FLOOR else f"= {p:.3g}"
+
+
+def _reason(v: Verdict, alpha: float, min_battles: int) -> str:
+    """Plain words for a verdict."""
+    if not v.tested:
+        return f"not tested: fewer than {min_battles} battles on pairings other uploaders also played"
+    if not v.flagged:
+        return f"consistent with the other uploaders (corrected p {_p_text(v.p)} ≥ {alpha})"
+    if (v.p_dispersion or 0.0) <= (v.p_bias or 0.0):
+        return (
+            f"flagged: its battles scatter {v.rms_z:.1f} times as widely as the other uploaders' "
+            f"(dispersion p {_p_text(v.p_dispersion)}, corrected p {_p_text(v.p)} < {alpha})"
+        )
+    top = v.top_bots[0]
+    return (
+        f"flagged: {top['bot']} scores {top['mean_residual']:+.1f} points against the other uploaders' "
+        f"consensus over {top['battles']} battles (bias p {_p_text(v.p_bias)}, corrected p {_p_text(v.p)} < {alpha})"
+    )

@@ -1,0 +1,65 @@
+"""The log's battles read per uploader: each accepted battle's shares for the uploader-consistency
+statistics and the rollback preview, and which pairings rest on one uploader alone (unconfirmed).
+
+Only battles in state ``ok`` count, as everywhere else. Reads only; nothing here writes.
+"""
+
+from __future__ import annotations
+
+from rumble.rankings.scores import battle_percent, survival_percent
+from rumble.store import Store
+from rumble.store.rumbles import by_survival
+
+
+def battle_shares(db: Store, rumble_id: int) -> list[tuple[str, str, str, float, float]]:
+    """Per accepted battle: (uploader, a, b, a's percentage, b's percentage), a < b by name, each
+    percentage as the rumble counts it (score share, or rounds won in a survival-scored rumble)."""
+    survival = by_survival(db, rumble_id)
+    rows = db.execute(
+        "SELECT x.uploader, fa.full_name, fb.full_name, x.first_score, x.second_score, x.first_firsts, "
+        "x.second_firsts, x.rounds FROM battles x JOIN bots fa ON fa.id = x.first_bot_id "
+        "JOIN bots fb ON fb.id = x.second_bot_id WHERE x.rumble_id = ? AND x.state = 'ok'",
+        (rumble_id,),
+    )
+    found = []
+    for uploader, first, second, s1, s2, f1, f2, rounds in rows:
+        if survival:
+            p1, p2 = survival_percent(f1, rounds), survival_percent(f2, rounds)
+        else:
+            p1, p2 = battle_percent(s1, s2), battle_percent(s2, s1)
+        found.append((uploader, first, second, p1, p2) if first < second else (uploader, second, first, p2, p1))
+    return found
+
+
+def sole_uploaders(db: Store, rumble_id: int, bot: int) -> dict[str, str]:
+    """Opponent's full name -> the one uploader, for each of ``bot``'s pairings whose accepted battles
+    all come from one uploader. Both orders of the pair go through the index battles_by_pairing."""
+    rows = db.execute(
+        "SELECT o.full_name, min(x.uploader), max(x.uploader) FROM ("
+        "  SELECT second_bot_id AS opponent, uploader FROM battles "
+        "  WHERE rumble_id = ?1 AND first_bot_id = ?2 AND state = 'ok' "
+        "  UNION ALL SELECT first_bot_id, uploader FROM battles "
+        "  WHERE rumble_id = ?1 AND first_bot_id IN (SELECT bot_id FROM participants WHERE rumble_id = ?1) "
+        "  AND second_bot_id = ?2 AND state = 'ok'"
+        ") x JOIN bots o ON o.id = x.opponent GROUP BY x.opponent HAVING min(x.uploader) = max(x.uploader)",
+        (rumble_id, bot),
+    ).fetchall()
+    return {name: low for name, low, _ in rows}
+
+
+def sole_uploader(db: Store, rumble_id: int, a: int, b: int) -> str | None:
+    """The one uploader of pairing (a, b)'s accepted battles, or None if it has several or none."""
+    row = db.execute(
+        "SELECT min(uploader), max(uploader) FROM battles WHERE rumble_id = ?1 AND state = 'ok' "
+        "AND ((first_bot_id = ?2 AND second_bot_id = ?3) OR (first_bot_id = ?3 AND second_bot_id = ?2))",
+        (rumble_id, a, b),
+    ).fetchone()
+    return row[0] if row and row[0] is not None and row[0] == row[1] else None
+
+
+def last_upload(db: Store, rumble_id: int, uploader: str) -> str | None:
+    """The receive time of ``uploader``'s latest battle in the rumble (from ``upload_counts``)."""
+    row = db.execute(
+        "SELECT max(last_upload) FROM upload_counts WHERE rumble_id = ? AND uploader = ?", (rumble_id, uploader)
+    ).fetchone()
+    return row[0] if row else None

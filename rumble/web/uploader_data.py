@@ -1,0 +1,69 @@
+"""What the pages and the API show about uploaders, built once: the consistency table
+(rumble.rankings.uploader_consistency), the unconfirmed pairings of a bot page, and the rollback
+preview (rumble.rankings.rollback_preview). Reads only."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections.abc import Callable
+
+from flask import current_app
+
+from rumble.rankings import rollback_preview
+from rumble.rankings.uploader_consistency import Share, consistency
+from rumble.store import Store, bots, export, read, uploader_battles
+
+# (database file, rumble id, what) -> (the rumble's log version, monotonic time computed, rows): per worker
+_TABLES: dict[tuple[str, int, str], tuple[tuple, float, list[dict]]] = {}
+_TABLES_LOCK = threading.Lock()
+
+
+def uploader_table(db: Store, rid: int) -> list[dict]:
+    """Each uploader of the rumble with its consistency figures, flagged ones first. It reads the
+    rumble's whole log (seconds on a large ladder), so the rows are kept (``kept``)."""
+
+    def compute() -> list[dict]:
+        with read(db):
+            battles = uploader_battles.battle_shares(db, rid)
+        return [v.as_dict() for v in consistency([Share(u, a, b, pa) for u, a, b, pa, _ in battles])]
+
+    return kept(db, rid, "uploaders", compute)
+
+
+def kept(db: Store, rid: int, what: str, compute: Callable[[], list[dict]]) -> list[dict]:
+    """``compute()``'s rows for the rumble, kept per worker and computed again only once the rumble
+    has changed (store.export.log_version) and UPLOADERS_MAX_AGE_MINUTES have passed; a copy."""
+    max_age = 60.0 * current_app.config["RUMBLE"]["UPLOADERS_MAX_AGE_MINUTES"]
+    key = (current_app.config["RUMBLE"]["DB"], rid, what)
+    with read(db):
+        version = export.log_version(db, rid)
+    found = _TABLES.get(key)
+    if found is not None and (found[0] == version or time.monotonic() - found[1] < max_age):
+        return copy.deepcopy(found[2])
+    rows = compute()
+    with _TABLES_LOCK:
+        _TABLES[key] = (version, time.monotonic(), rows)
+    return copy.deepcopy(rows)
+
+
+def with_confirmation(db: Store, rid: int, page: dict) -> dict:
+    """Mark each pairing row of a bot page ``confirmed`` (its battles come from two uploaders or
+    more) and give the one ``uploader`` of an unconfirmed one."""
+    bot = bots.find_bot(db, page["bot"]["name"])
+    with read(db):
+        sole = uploader_battles.sole_uploaders(db, rid, bot) if bot is not None else {}
+    for row in page["pairings"]:
+        row["confirmed"] = row["name"] not in sole
+        row["sole_uploader"] = sole.get(row["name"])
+    page["unconfirmed"] = sum(1 for row in page["pairings"] if not row["confirmed"])
+    return page
+
+
+def rollback(db: Store, rid: int, uploader: str) -> dict:
+    """The APS table without ``uploader``'s battles, next to the current one; nothing changes."""
+    with read(db):
+        battles = uploader_battles.battle_shares(db, rid)
+        active = set(bots.participant_names(db, rid))
+    return rollback_preview.preview(battles, active, uploader)

@@ -1,0 +1,130 @@
+"""Uploader consistency (rumble/rankings/uploader_consistency.py): each step on hand-computed examples,
+and the simulated rumble of issue 14 on one fixed seed."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rumble.rankings import uploader_consistency as uc
+from rumble.rankings.uploader_consistency import Residual, Share
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "sim_uploaders.py"
+
+
+def test_normal_upper_tail_matches_the_table():
+    # standard normal table: P(Z > 1.959964) = 0.025, P(Z > 0) = 0.5, P(Z > 2.326348) = 0.01
+    assert uc.normal_upper(1.959964) == pytest.approx(0.025, abs=1e-6)
+    assert uc.normal_upper(0.0) == 0.5
+    assert uc.normal_upper(2.326348) == pytest.approx(0.01, abs=1e-6)
+
+
+def test_holm_adjusts_step_down_and_keeps_the_order_given():
+    # sorted: 0.01 x 3 = 0.03; 0.03 x 2 = 0.06; 0.04 x 1 = 0.04, raised to the running 0.06
+    assert uc.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert uc.holm([0.6, 0.5]) == pytest.approx([1.0, 1.0])  # 0.5 x 2 = 1, capped
+    assert uc.holm([]) == []
+
+
+def test_spread_is_one_at_fifty_and_the_floor_at_the_ends():
+    assert uc.spread(50.0) == pytest.approx(1.0 + uc.SPREAD_FLOOR)
+    assert uc.spread(100.0) == pytest.approx(uc.SPREAD_FLOOR)
+    assert uc.spread(90.0) == pytest.approx(90 * 10 / 2500 + uc.SPREAD_FLOOR)
+
+
+def test_residuals_of_a_three_battle_pairing_by_hand():
+    # One pairing A-B: u reported 60; v reported 50 and 54.
+    shares = [Share("u", "A", "B", 60.0), Share("v", "A", "B", 50.0), Share("v", "A", "B", 54.0)]
+    totals = uc.totals(shares)
+    # All three battles: mean 164/3, SS = (16/3)² + (14/3)² + (2/3)² = 456/9 = 50.667 on 2 degrees of
+    # freedom; one pairing, so c · spread(mean) = SS / 2 = 25.333 and c = 25.333 / spread(54.667).
+    assert uc.pooled_scale(totals, frozenset()) == pytest.approx((456 / 9 / 2) / uc.spread(164 / 3))
+    prior = 456 / 9 / 2  # c · spread(m) at the pairing's mean of every battle, K = 5 pseudo-battles of it
+    assert uc.SHRINK == 5.0
+    # u: the others (v) have n = 2, mean 52, SS = 8: s² = (5 · 25.333 + 8) / (5 + 2 − 1) = 22.444;
+    # z = (60 − 52) / sqrt(22.444 · (1/1 + 1/2)) = 8 / 5.8023 = 1.3788
+    (found,) = uc.residuals(totals, "u")
+    s2 = (5 * prior + 8) / 6
+    assert (found.battles, found.residual) == (1, pytest.approx(8.0))
+    assert found.z == pytest.approx(8 / math.sqrt(s2 * 1.5)) and found.z == pytest.approx(1.3788, abs=1e-4)
+    # v: its mean 52 against u's single 60 (n = 1, SS = 0): s² = 5 · 25.333 / 5 = 25.333;
+    # z = (52 − 60) / sqrt(25.333 · (1/2 + 1/1)) = −8 / sqrt(38) = −1.2978
+    (found,) = uc.residuals(totals, "v")
+    assert (found.battles, found.residual) == (2, pytest.approx(-8.0))
+    assert found.z == pytest.approx(-8 / math.sqrt(38), abs=1e-9)
+    # with v left out of the consensus, u shares no pairing with anyone
+    assert uc.residuals(totals, "u", frozenset({"v"})) == []
+
+
+def test_bot_shifts_take_each_bot_s_side():
+    found = [Residual("A", "B", 1, 8.0, 2.0), Residual("A", "C", 3, 4.0, 1.0)]
+    rows = uc.bot_shifts(found, uc.Reference())  # an empty reference: w_b = 1
+    # A: T = (2 + 1) / sqrt(2); mean residual per battle (8·1 + 4·3) / 4 = 5. B: −2 / 1. C: −1 / 1.
+    assert [(r["bot"], r["battles"]) for r in rows] == [("A", 4), ("B", 1), ("C", 3)]
+    assert rows[0]["t"] == pytest.approx(3 / math.sqrt(2)) and rows[0]["mean_residual"] == pytest.approx(5.0)
+    assert rows[1]["t"] == pytest.approx(-2.0) and rows[2]["mean_residual"] == pytest.approx(-4.0)
+
+
+def test_dispersion_and_bias_tests_by_hand():
+    found = [
+        Residual("A", "B", 1, 0.0, 2.0),
+        Residual("A", "C", 1, 0.0, -2.0),
+        Residual("B", "C", 1, 0.0, 1.0),
+        Residual("C", "D", 1, 0.0, -1.0),
+    ]
+    rms, p_dispersion, worst, p_bias, _ = uc.uploader_tests(found, uc.Reference())
+    # an empty reference stands in a normal z: E|z| = sqrt(2/π) = 0.797885, Var|z| = 1 − 2/π = 0.363380,
+    # and μ counts as estimated from MIN_REFERENCE = 10 residuals: D = (6 − 4 · 0.797885) / sqrt(4 · 0.363380 · 1.4)
+    # = 2.808460 / 1.426509 = 1.968770, one-sided p = 0.02449
+    assert uc.MIN_REFERENCE == 10
+    assert rms == pytest.approx(math.sqrt(10 / 4))
+    assert p_dispersion == pytest.approx(0.02449, abs=5e-5)
+    # A is a in A-B (z 2) and A-C (z −2): 0. B is b in A-B (−2) and a in B-C (+1): −1/sqrt(2).
+    # C is b in A-C (+2) and B-C (−1), a in C-D (−1): 0. D is b in C-D (+1): 1/1 = 1, the largest.
+    assert worst == pytest.approx(1.0)
+    assert p_bias == pytest.approx(min(1.0, 4 * 2 * uc.normal_upper(1.0)))  # Bonferroni over 4 bots: 1.0
+
+
+def _uploader(name: str, rng_values: list[float], bias: float = 0.0) -> list[Share]:
+    pairs = [(f"b{i}", f"b{j}") for i in range(6) for j in range(i + 1, 6)]
+    out = []
+    for k, value in enumerate(rng_values):
+        a, b = pairs[k % len(pairs)]
+        out.append(Share(name, a, b, value + (bias if a == "b0" else 0.0)))
+    return out
+
+
+def test_an_uploader_that_favours_one_bot_is_flagged_and_named():
+    import random
+
+    rng = random.Random(7)
+    shares = []
+    for name in ("h1", "h2", "h3"):
+        shares += _uploader(name, [50 + rng.gauss(0, 5) for _ in range(60)])
+    shares += _uploader("cheat", [50 + rng.gauss(0, 5) for _ in range(60)], bias=15.0)
+    verdicts = {v.uploader: v for v in uc.consistency(shares)}
+    assert {u for u, v in verdicts.items() if v.flagged} == {"cheat"}
+    assert verdicts["cheat"].top_bots[0]["bot"] == "b0"
+    assert verdicts["cheat"].top_bots[0]["mean_residual"] == pytest.approx(15.0, abs=3.0)
+    assert verdicts["cheat"].reason.startswith("flagged: b0 scores +")
+    assert all(v.tested and v.p is not None and v.p >= uc.ALPHA for u, v in verdicts.items() if u != "cheat")
+
+
+def test_an_uploader_with_too_few_shared_battles_is_not_tested():
+    shares = [Share("a", "x", "y", 50.0), Share("b", "x", "y", 52.0)]
+    verdicts = uc.consistency(shares)
+    assert [(v.tested, v.flagged, v.p) for v in verdicts] == [(False, False, None)] * 2
+    assert verdicts[0].reason.startswith("not tested: fewer than 20 battles")
+
+
+def test_simulated_rumble_flags_both_biased_uploaders_and_no_honest_one():
+    # issue 14: 24 bots, four honest uploaders, one adding 15 points to one bot, one sending random
+    # shares, 350 battles each; seed 0 of scripts/sim_uploaders.py
+    answer = subprocess.run(
+        [sys.executable, str(SCRIPT), "--seeds", "1"], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert "seed  0: flagged biased, random\n" in answer.stdout

@@ -1,0 +1,231 @@
+"""Issue 14 items 1, 2 and 5 through the app: the uploader table (API, /RumbleStats, /admin), the
+rollback preview, unconfirmed pairings (bot pages, API, priority queue) and the Atom feed."""
+
+from __future__ import annotations
+
+import random
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from conftest import battle
+from conftest import maintainer_token as _token
+
+from rumble import ingest, store
+from rumble.protocol.replies import Kind
+from rumble.store import bots, history, priority_queue
+from rumble.store.confirmation_queue import pop_for_uploader
+from rumble.store.rumbles import rumble_id
+
+ATOM = "{http://www.w3.org/2005/Atom}"
+BOTS = [f"p.Bot{i} 1.0" for i in range(5)]
+STRENGTH = {name: 10.0 * i for i, name in enumerate(BOTS)}  # Bot4 strongest
+
+
+def _auth(app) -> dict:
+    return {"Authorization": f"Bearer {_token(app)}"}
+
+
+def _share(a: str, b: str, rng: random.Random, bias: float = 0.0) -> tuple[int, int]:
+    """Scores for a battle of a and b: a's share 50 + its strength edge, noise of SD 4, plus ``bias``."""
+    share = min(95.0, max(5.0, 50.0 + STRENGTH[a] - STRENGTH[b] + rng.gauss(0, 4) + bias))
+    return round(share * 100), round((100 - share) * 100)
+
+
+def _rumble_with_a_cheat(upload, clock) -> None:
+    """Three honest uploaders and one that adds 15 points to Bot0, 40 battles each over the 10 pairings."""
+    rng = random.Random(3)
+    pairs = [(a, b) for i, a in enumerate(BOTS) for b in BOTS[i + 1 :]]
+    now = clock.now_ms()
+    for u, uploader in enumerate(("honest1", "honest2", "honest3", "cheat")):
+        for k in range(40):
+            a, b = pairs[k % len(pairs)]
+            bias = 15.0 if uploader == "cheat" and a == BOTS[0] else 0.0
+            outcome = upload(
+                battle(a, b, scores=_share(a, b, rng, bias), uploader=uploader, time_ms=now - 1000 * (40 * u + k))
+            )
+            assert outcome.kind == Kind.ACCEPTED
+
+
+def test_api_lists_every_uploader_and_flags_the_cheat(client, upload, clock):
+    _rumble_with_a_cheat(upload, clock)
+    answer = client.get("/api/v1/rumbles/roborumble/uploaders")
+    assert answer.status_code == 200
+    body = answer.json
+    assert (body["game"], body["alpha"], body["total"]) == ("roborumble", 0.01, 4)
+    rows = {row["uploader"]: row for row in body["items"]}
+    assert {u for u, row in rows.items() if row["flagged"]} == {"cheat"}
+    assert body["items"][0]["uploader"] == "cheat"  # flagged ones first
+    cheat = rows["cheat"]
+    assert (cheat["battles"], cheat["pairings_shared"]) == (40, 10)
+    assert cheat["top_bots"][0]["bot"] == BOTS[0] and cheat["top_bots"][0]["battles"] == 16  # 4 pairings x 4 battles
+    assert cheat["reason"].startswith(f"flagged: {BOTS[0]} scores +")
+    assert all(row["tested"] and row["p"] >= 0.01 for u, row in rows.items() if u != "cheat")
+    assert set(cheat) >= {"uploader", "battles", "pairings_shared", "z", "p", "flagged", "reason", "top_bots"}
+
+
+def test_rumble_stats_shows_the_uploader_table(client, upload, clock):
+    _rumble_with_a_cheat(upload, clock)
+    page = client.get("/RumbleStats?game=roborumble").get_data(as_text=True)
+    assert '<h2 id="uploaders">Uploader consistency</h2>' in page
+    assert '<tr class="flagged"><td>cheat</td>' in page
+    assert client.get("/RumbleStats?game=roborumble&api=1").json["consistency"][0]["uploader"] == "cheat"
+    assert "preview rollback" not in page  # the preview is for maintainers only
+
+
+def test_uploaders_of_an_unknown_rumble_is_a_404(client):
+    answer = client.get("/api/v1/rumbles/nosuch/uploaders")
+    assert answer.status_code == 404 and "nosuch" in answer.json["error"]
+
+
+def test_admin_uploader_table_and_preview_need_a_maintainer(app, client, upload, clock):
+    upload(battle("a.A 1", "b.B 1", uploader="U1"))
+    for url in ("/admin/uploaders?game=roborumble", "/admin/uploader-preview?game=roborumble&uploader=U1"):
+        answer = client.get(url)
+        assert answer.status_code == 401 and answer.json["error"]
+    headers = _auth(app)
+    assert client.get("/admin/uploaders?game=roborumble&api=1", headers=headers).json["items"][0]["uploader"] == "U1"
+    page = client.get("/admin?uploaders=roborumble", headers=headers).get_data(as_text=True)
+    assert "preview rollback" in page and "<td>U1</td>" in page
+
+
+def test_rollback_preview_by_hand_and_nothing_changes(app, client, upload, clock, db):
+    now = clock.now_ms()
+    # U1: A-B at 70 %; U2: A-B at 50 %, A-C at 60 %, B-C at 45 % for B (55 % for C).
+    for i, (a, b, scores, uploader) in enumerate(
+        [
+            ("a.A 1", "b.B 1", (7000, 3000), "U1"),
+            ("a.A 1", "b.B 1", (5000, 5000), "U2"),
+            ("a.A 1", "c.C 1", (6000, 4000), "U2"),
+            ("b.B 1", "c.C 1", (4500, 5500), "U2"),
+        ]
+    ):
+        assert upload(battle(a, b, scores=scores, uploader=uploader, time_ms=now - i)).kind == Kind.ACCEPTED
+    headers = _auth(app)
+
+    def table() -> list[tuple]:  # what a rollback would change (deviations grow with the clock, so not those)
+        items = client.get("/api/v1/rumbles/roborumble/rankings").json["items"]
+        return [(r["name"], r["aps"], r["battles"], r["pairings"], r["elo"]) for r in items]
+
+    before = table()
+    found = client.get("/admin/uploader-preview?game=roborumble&uploader=U1&api=1", headers=headers).json
+    # Now: A-B mean 60; A = (60 + 60)/2 = 60, B = (40 + 45)/2 = 42.5, C = (40 + 55)/2 = 47.5.
+    # Without U1: A-B is 50; A = (50 + 60)/2 = 55, B = (50 + 45)/2 = 47.5, C = 47.5 (B before C by name).
+    rows = {r["name"]: r for r in found["rows"]}
+    assert (found["battles"], found["pairings_lost"], found["bots_dropped"]) == (1, 0, [])
+    assert [r["name"] for r in found["rows"]] == ["a.A 1", "b.B 1", "c.C 1"]
+    assert rows["a.A 1"]["aps"] == pytest.approx(55.0) and rows["a.A 1"]["aps_now"] == pytest.approx(60.0)
+    assert rows["b.B 1"]["aps"] == pytest.approx(47.5) and rows["b.B 1"]["aps_now"] == pytest.approx(42.5)
+    assert (rows["b.B 1"]["rank_now"], rows["b.B 1"]["rank"], rows["b.B 1"]["rank_change"]) == (3, 2, 1)
+    # Without U2, only A-B is left: C has no pairing at all.
+    found = client.get("/admin/uploader-preview?game=roborumble&uploader=U2&api=1", headers=headers).json
+    assert (found["battles"], found["pairings_lost"], found["bots_dropped"]) == (3, 2, ["c.C 1"])
+    page = client.get("/admin/uploader-preview?game=roborumble&uploader=U2", headers=headers).get_data(as_text=True)
+    assert "Nothing has changed" in page
+    assert table() == before
+    missing = client.get("/admin/uploader-preview?game=roborumble&uploader=nobody&api=1", headers=headers)
+    assert missing.status_code == 404 and "nobody" in missing.json["error"]
+
+
+def test_a_pairing_from_one_uploader_is_unconfirmed_until_another_plays_it(client, upload, clock):
+    now = clock.now_ms()
+    upload(battle("a.A 1", "b.B 1", uploader="U1", time_ms=now))
+    upload(battle("a.A 1", "b.B 1", uploader="U1", time_ms=now - 1))
+    upload(battle("c.C 1", "a.A 1", uploader="U1", time_ms=now - 2))
+    upload(battle("c.C 1", "a.A 1", uploader="U2", time_ms=now - 3))
+    rows = {r["name"]: r for r in client.get("/api/v1/rumbles/roborumble/bots/a.A 1").json["items"]}
+    assert (rows["b.B 1"]["confirmed"], rows["b.B 1"]["sole_uploader"]) == (False, "U1")
+    assert (rows["c.C 1"]["confirmed"], rows["c.C 1"]["sole_uploader"]) == (True, None)
+    page = client.get("/BotDetails?game=roborumble&name=a.A 1").get_data(as_text=True)
+    assert page.count('<small class="unconfirmed"') == 1 and "1 of these pairings are <em>unconfirmed</em>" in page
+    upload(battle("b.B 1", "a.A 1", uploader="U2", time_ms=now - 4))  # the other order counts too
+    rows = {r["name"]: r for r in client.get("/BotDetails?game=roborumble&name=a.A 1&api=1").json["pairings"]}
+    assert rows["b.B 1"]["confirmed"] is True
+
+
+def test_a_waiting_unconfirmed_pairing_goes_to_another_uploader_first(app, upload, clock, db):
+    now = clock.now_ms()
+    upload(battle("a.A 1", "b.B 1", uploader="U1", time_ms=now))  # A-B: U1 alone
+    upload(battle("c.C 1", "d.D 1", uploader="U1", time_ms=now - 1))
+    upload(battle("c.C 1", "d.D 1", uploader="U2", time_ms=now - 2))  # C-D: confirmed
+    rid = rumble_id(db, "roborumble")
+    a, b, c, d = (bots.find_bot(db, n) for n in ("a.A 1", "b.B 1", "c.C 1", "d.D 1"))
+    moment = store.format_time(clock.now())
+    with store.write(db):
+        db.execute("DELETE FROM priority_battles")  # the uploads above queued their own batches
+        priority_queue.enqueue(db, rid, [(min(a, b), max(a, b), "test"), (min(c, d), max(c, d), "test")], moment)
+        # U1 is not handed its own unconfirmed A-B, though it waits first: it gets C-D
+        assert set(pop_for_uploader(db, rid, "U1", moment)) == {"c.C 1", "d.D 1"}
+        priority_queue.enqueue(db, rid, [(min(c, d), max(c, d), "test")], moment)
+        # U2 is handed A-B, which only U1 has played, though C-D waits too
+        assert set(pop_for_uploader(db, rid, "U2", moment)) == {"a.A 1", "b.B 1"}
+        # U3 finds only the confirmed C-D: no preference, the queue goes on as before (oldest first)
+        assert pop_for_uploader(db, rid, "U3", moment) is None
+        assert set(ingest.next_priority_battle(db, "roborumble", 8, 3, 10, random.Random(1), clock.now(), "U3")) == {
+            "c.C 1",
+            "d.D 1",
+        }
+
+
+def _entries(client, url: str) -> dict[str, ET.Element]:
+    answer = client.get(url)
+    assert answer.status_code == 200 and answer.mimetype == "application/atom+xml"
+    root = ET.fromstring(answer.data)
+    assert root.tag == f"{ATOM}feed"
+    for tag in ("id", "title", "updated"):
+        assert root.find(f"{ATOM}{tag}").text
+    assert root.find(f"{ATOM}author/{ATOM}name").text == "rumble"
+    entries = root.findall(f"{ATOM}entry")
+    ids = [e.find(f"{ATOM}id").text for e in entries]
+    assert len(set(ids)) == len(ids) and all(i.startswith("urn:uuid:") for i in ids)
+    for e in entries:
+        datetime.strptime(e.find(f"{ATOM}updated").text, "%Y-%m-%dT%H:%M:%SZ")
+    return {e.find(f"{ATOM}title").text: e for e in entries}
+
+
+def test_feed_lists_completions_new_leaders_retirements_and_flags(app, client, upload, clock, db):
+    _rumble_with_a_cheat(upload, clock)
+    day = datetime.fromtimestamp(clock.now_ms() / 1000, UTC)
+    with store.write(db):
+        history.snapshot_day(db, day.strftime("%Y-%m-%d"))  # Bot4, strongest, is number 1
+    answer = client.post("/admin/retire", json={"game": "roborumble", "name": BOTS[4]}, headers=_auth(app))
+    assert answer.status_code == 200 and answer.json["changed"] is True
+    with store.write(db):
+        history.snapshot_day(db, (day + timedelta(days=1)).strftime("%Y-%m-%d"))  # now Bot3
+    entries = _entries(client, "/feed/roborumble")
+    titles = set(entries)
+    assert {f"{name} has met every active participant of roborumble" for name in BOTS[:4]} <= titles
+    assert f"New number 1 in roborumble: {BOTS[4]}" in titles
+    assert f"New number 1 in roborumble: {BOTS[3]}" in titles
+    assert f"{BOTS[4]} retired from roborumble" in titles
+    assert "Uploader cheat flagged in roborumble" in titles
+    assert not any("honest" in t for t in titles)
+    second = entries[f"New number 1 in roborumble: {BOTS[3]}"]
+    assert second.find(f"{ATOM}updated").text == (day + timedelta(days=1)).strftime("%Y-%m-%dT00:00:00Z")
+    assert BOTS[4] in second.find(f"{ATOM}summary").text  # "after Bot4"
+    assert second.find(f"{ATOM}category").get("term") == "leader"
+    # the feed of every rumble holds the same events; its ids are the same for the same event
+    every = _entries(client, "/feed")
+    assert titles <= set(every)
+    assert every[f"{BOTS[4]} retired from roborumble"].find(f"{ATOM}id").text == (
+        entries[f"{BOTS[4]} retired from roborumble"].find(f"{ATOM}id").text
+    )
+
+
+def test_feed_of_an_unknown_rumble_is_a_404(client):
+    answer = client.get("/feed/nosuch")
+    assert answer.status_code == 404 and "nosuch" in answer.get_data(as_text=True)
+
+
+def test_the_uploader_table_is_kept_until_the_rumble_changed_and_it_is_old_enough(app, client, upload, clock):
+    now = clock.now_ms()
+    upload(battle("a.A 1", "b.B 1", uploader="U1", time_ms=now))
+
+    def battles() -> int:
+        return client.get("/api/v1/rumbles/roborumble/uploaders").json["items"][0]["battles"]
+
+    assert battles() == 1
+    upload(battle("a.A 1", "b.B 1", uploader="U1", time_ms=now - 1))
+    assert battles() == 1  # changed, but the kept table is younger than UPLOADERS_MAX_AGE_MINUTES (5)
+    app.config["RUMBLE"]["UPLOADERS_MAX_AGE_MINUTES"] = 0
+    assert battles() == 2  # changed, and any age is old enough now
