@@ -1,5 +1,5 @@
 """Missing pairings: pairs (a, b), a < b, of active participants never played and not held in the
-priority queue (migrations/0018_missing_pairings.sql). Kept up to date as bots enter, retire and
+priority queue (migrations/0016_missing_pairings.sql). Kept up to date as bots enter, retire and
 meet, so the priority chooser draws them with one index probe however many are missing."""
 
 from __future__ import annotations
