@@ -32,6 +32,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from numba.extending import register_jitable
+
 EXACT_UNIT = 2**1074  # 1/2^-1074, the smallest positive float: every float times this is an integer
 EXACT_SHIFT = 1075  # 1074 + 1: a denominator 2^k has bit_length k + 1
 Z95 = 1.96
@@ -43,12 +45,14 @@ def exact(value: float) -> int:
     return numerator << (EXACT_SHIFT - denominator.bit_length())  # numerator·2^(1074 − k)
 
 
+@register_jitable
 def battle_percent(score: int, other: int) -> float:
     """A side's share of the battle's total score, in percent; 50 when neither scored."""
     total = score + other
     return 50.0 if total == 0 else 100.0 * score / total
 
 
+@register_jitable
 def survival_percent(firsts: int, rounds: int) -> float:
     """Rounds finished first, as a percentage of the rumble's rounds."""
     return 100.0 * firsts / rounds
@@ -65,18 +69,24 @@ class Pairing:
     last_battle: str = ""  # receive time of the latest battle
 
 
+@register_jitable
+def running_means(
+    battles: int, aps: float, aps_m2: float, survival: float, percent: float, survival_now: float
+) -> tuple[float, float, float]:
+    """(APS, M2, survival) after battle number ``battles`` (Welford's update of the mean and of M2).
+
+    Compiled as well (numba, without fast-math: the same IEEE operations) for the rebuild's replay.
+    """
+    delta = percent - aps
+    new_aps = aps + delta / battles
+    return new_aps, aps_m2 + delta * (percent - new_aps), survival + (survival_now - survival) / battles
+
+
 def add_battle(pairing: Pairing, percent: float, survival: float, when: str) -> Pairing:
     """The pairing after one more battle (Welford's update of the mean and of M2)."""
     n = pairing.battles + 1
-    delta = percent - pairing.aps
-    aps = pairing.aps + delta / n
-    return Pairing(
-        battles=n,
-        aps=aps,
-        aps_m2=pairing.aps_m2 + delta * (percent - aps),
-        survival=pairing.survival + (survival - pairing.survival) / n,
-        last_battle=max(pairing.last_battle, when),
-    )
+    aps, aps_m2, survival = running_means(n, pairing.aps, pairing.aps_m2, pairing.survival, percent, survival)
+    return Pairing(battles=n, aps=aps, aps_m2=aps_m2, survival=survival, last_battle=max(pairing.last_battle, when))
 
 
 def score_battle(
