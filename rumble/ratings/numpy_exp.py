@@ -16,6 +16,7 @@ processes.
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
@@ -58,11 +59,11 @@ def loop_address() -> int:
 
 
 @intrinsic
-def _call_loop(typingctx, address, args, dims, steps):  # type: ignore[no-untyped-def]
+def _call_loop(typingctx: Any, address: Any, args: Any, dims: Any, steps: Any) -> Any:
     """Call the ufunc loop at ``address`` (every argument an integer address)."""
     signature = types.void(types.intp, types.intp, types.intp, types.intp)
 
-    def codegen(context, builder, sig, llargs):  # type: ignore[no-untyped-def]
+    def codegen(context: Any, builder: Any, sig: Any, llargs: Any) -> Any:
         byte_pointer = ir.IntType(8).as_pointer()
         function_type = ir.FunctionType(ir.VoidType(), [byte_pointer] * 4)
         function = builder.inttoptr(llargs[0], function_type.as_pointer())
@@ -84,7 +85,7 @@ def exp_in_place(loop: int, buffer: np.ndarray, values: np.ndarray, row: int, co
     buffer[3] = 8
     buffer[4] = 8
     base = buffer.ctypes.data
-    _call_loop(loop, base, base + 2 * 8, base + 3 * 8)
+    _call_loop(loop, base, base + 2 * 8, base + 3 * 8)  # type: ignore[call-arg]
 
 
 def _check(loop: int) -> None:
