@@ -32,6 +32,7 @@ from rumble.store import (
     bots,
     melee_battles,
     missing_pairings,
+    page_cache,
     pairings,
     priority_queue,
     rating_rows,
@@ -41,6 +42,10 @@ from rumble.store.rumbles import by_survival
 from rumble.store.rumbles import rumble_id as find_rumble_id
 
 PROGRESS_EVERY = 10_000
+# SQLite's page cache while a rebuild writes a rumble's tables: room for a 1,200-bot rumble's 1.4 M
+# pairings and their index, which it writes and then probes (missing pairings); with the default
+# 2 MB this took two thirds of the writing (scripts/bench_rebuild.py). Only pages in use take memory.
+WRITE_CACHE_KIB = 256 * 1024
 
 
 @dataclass
@@ -253,7 +258,8 @@ def rebuild_rumble(
     """
     replay = start(db, game, rounds)
     (advance_compiled if compiled(replay) else advance)(db, replay, battle_log.newest_id(db), progress)
-    _write(db, replay.rumble_id, replay.state, replay.field, min_battles)
+    with page_cache(db, WRITE_CACHE_KIB):
+        _write(db, replay.rumble_id, replay.state, replay.field, min_battles)
     return replay.replayed
 
 
