@@ -12,7 +12,7 @@ state. The result equals the online tables bit for bit.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from itertools import repeat
@@ -47,6 +47,7 @@ PROGRESS_EVERY = 10_000
 # pairings and their index, which it writes and then probes (missing pairings); with the default
 # 2 MB this took two thirds of the writing (scripts/bench_rebuild.py). Only pages in use take memory.
 WRITE_CACHE_KIB = 256 * 1024
+WRITE_ROWS = 100_000  # pairing rows a compiled rebuild turns into Python values at once
 
 
 @dataclass
@@ -342,18 +343,23 @@ def _write_compiled(db: Store, replay: Replay, min_battles: int) -> None:
     held = priority_queue.held_pairs(db, rumble_id)  # queued or recently handed out: kept out of the index
     if held:
         indexed &= np.array([pair not in held for pair in zip(a.tolist(), b.tolist())], dtype=bool)
-    ranks = priority.pairing_priorities(n, aps, aps_m2, min_battles).tolist()
-    rows = zip(
-        repeat(rumble_id),
-        a.tolist(),
-        b.tolist(),
-        n.tolist(),
-        aps.tolist(),
-        aps_m2.tolist(),
-        survival.tolist(),
-        _times(last_ms),
-        [rank if keep else None for rank, keep in zip(ranks, indexed.tolist())],
-    )
+    ranks = priority.pairing_priorities(n, aps, aps_m2, min_battles)
+
+    def rows() -> Iterator[tuple]:
+        for first in range(0, len(a), WRITE_ROWS):  # as Python values a slice at a time: bounded memory
+            at = slice(first, first + WRITE_ROWS)
+            yield from zip(
+                repeat(rumble_id),
+                a[at].tolist(),
+                b[at].tolist(),
+                n[at].tolist(),
+                aps[at].tolist(),
+                aps_m2[at].tolist(),
+                survival[at].tolist(),
+                _times(last_ms[at]),
+                [rank if keep else None for rank, keep in zip(ranks[at].tolist(), indexed[at].tolist())],
+            )
+
     order, starts = np.unique(a, return_index=True)  # the bots with pairings, and where each one's begin
     last = _times(np.maximum.reduceat(last_ms, starts)) if len(a) else []
 
@@ -363,7 +369,7 @@ def _write_compiled(db: Store, replay: Replay, min_battles: int) -> None:
         totals = scores.totals_by_group(group, n[live], aps[live], aps_m2[live], survival[live], len(order))
         return [(bot, t, scores.summary(t), when) for bot, t, when in zip(order.tolist(), totals, last)]
 
-    _replace_tables(db, rumble_id, field, order.tolist(), rows, summaries)
+    _replace_tables(db, rumble_id, field, order.tolist(), rows(), summaries)
 
 
 def _times(ms: np.ndarray) -> list[str]:
