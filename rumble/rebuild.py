@@ -234,6 +234,17 @@ def advance_compiled(db: Store, replay: Replay, up_to: int, progress: Callable[[
     return replayed
 
 
+def advance_any(db: Store, replay: Replay, up_to: int, progress: Callable[[int], None] | None = None) -> int:
+    """``advance``, in compiled code when the replay is ``compiled`` (its pairings then handed back
+    as ``state``, so that the replay goes on battle by battle from there, as a maintenance job's does)."""
+    if not compiled(replay):
+        return advance(db, replay, up_to, progress)
+    replayed = advance_compiled(db, replay, up_to, progress)
+    replay.state = state_of(replay)
+    replay.arrays = None
+    return replayed
+
+
 def state_of(replay: Replay) -> dict[tuple[int, int], Pairing]:
     """The replay's pairings as ``Replay.state`` holds them (built from the arrays of a compiled one)."""
     return replay.state if replay.arrays is None else _pairings_of(replay.arrays)
