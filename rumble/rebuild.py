@@ -172,12 +172,16 @@ def compiled(replay: Replay) -> bool:
         and replay.battle_id == 0
         and replay.arrays is None
         and not STEPPED
+        and numpy_exp.LOOP is not None  # numpy's exp callable from compiled code (rumble.ratings.numpy_exp)
     )
 
 
 def advance_compiled(db: Store, replay: Replay, up_to: int, progress: Callable[[int], None] | None = None) -> int:
     """``advance`` from the log's start for a replay that is ``compiled``, in compiled code
     (rumble.compiled_replay): the same values, bit for bit, several times faster."""
+    exp_loop = numpy_exp.LOOP
+    if exp_loop is None or not compiled(replay):
+        raise ValueError("this replay cannot be compiled: use advance")
     field = replay.field
     table = compiled_replay.Pairings(len(field.ids) + 64)
     events = rating_rows.events_in_order(db, replay.rumble_id, replay.event_id)
@@ -209,7 +213,7 @@ def advance_compiled(db: Store, replay: Replay, up_to: int, progress: Callable[[
                 field.work,
                 glicko2.TAU,
                 rank_points.UPSET_BONUS,
-                numpy_exp.LOOP,
+                exp_loop,
                 at.reshape(-1, 2),
                 rows_of[k:stop],
                 shares[k:stop],

@@ -236,4 +236,10 @@ def rate_pair(
     ``table`` and ``xonstat_battles`` gain both bots' new values; ``work`` is scratch space of at
     least WORK_ROWS × 2n (see ``gather``).
     """
-    step(aps, active, table, xonstat_battles, n, a, b, share_a, now, work, tau, upset_bonus, numpy_exp.LOOP)
+    if numpy_exp.LOOP is not None:
+        step(aps, active, table, xonstat_battles, n, a, b, share_a, now, work, tau, upset_bonus, numpy_exp.LOOP)
+        return
+    count_a, total = gather(aps, active, table, n, a, b, now, work)  # the same values, with np.exp between
+    exponents = work[X_ELO : X_GLICKO2 + 1, :total]
+    np.exp(exponents, out=exponents)
+    finish(table, xonstat_battles, a, b, now, work, count_a, total, share_a, tau, upset_bonus)

@@ -7,15 +7,18 @@ still get numpy's values bit for bit, the compiled code calls numpy's inner loop
 function ``np.exp`` runs for float64 arrays, found in the ufunc's loop table (``functions`` and
 ``types`` of ``PyUFuncObject``, numpy's public C API, ``numpy/ufuncobject.h``).
 
-``LOOP`` is that function's address in this process (found at import, checked against ``np.exp``
-on awkward inputs: a mismatch raises ImportError rather than rate with other exponentials). It
-is passed to compiled code as an argument, never baked in, so numba's cache stays valid across
-processes.
+``LOOP`` is that function's address in this process, found at import and checked against
+``np.exp`` on awkward inputs. If numpy's layout ever differs (a future release), or the check
+fails, ``LOOP`` is None and a warning is logged: the upload path then takes its exponentials with
+``np.exp`` between two compiled calls, and a rebuild replays battle by battle, as before this
+module existed; the values are the same, only slower. It is passed to compiled code as an argument,
+never baked in, so numba's cache stays valid across processes.
 """
 
 from __future__ import annotations
 
 import ctypes
+import logging
 from typing import Any
 
 import numpy as np
@@ -101,5 +104,17 @@ def _check(loop: int) -> None:
         raise ImportError("numpy's exp loop, called directly, does not reproduce np.exp")
 
 
-LOOP = loop_address()
-_check(LOOP)
+def _found() -> int | None:
+    """``loop_address()`` if it reproduces ``np.exp``, else None (with a warning)."""
+    try:
+        loop = loop_address()
+        _check(loop)
+    except ImportError as error:
+        logging.getLogger(__name__).warning(
+            "numpy's exp loop cannot be called from compiled code (%s): slower path", error
+        )
+        return None
+    return loop
+
+
+LOOP: int | None = _found()

@@ -138,3 +138,26 @@ def test_one_call_step_equals_gather_numpy_exp_finish_bit_for_bit(seed):
         now += rng.uniform(0, DAY)
     assert np.array_equal(one[2].view(np.int64), table.view(np.int64))
     assert np.array_equal(one[3], battles)
+
+
+def test_without_numpys_exp_loop_the_step_takes_np_exp_between_two_calls_with_the_same_values(monkeypatch):
+    """If numpy's exp loop cannot be called from compiled code (a numpy whose layout differs:
+    rumble.ratings.numpy_exp.LOOP is None), rate_pair falls back to np.exp between gather and
+    finish: the same values, bit for bit, as with the loop."""
+    from rumble.ratings import numpy_exp
+
+    rng = np.random.default_rng(11)
+    n, now = 200, 1.8e9
+    aps, active, table, battles = random_field(rng, n, now)
+    fallback = (aps.copy(), active.copy(), table.copy(), battles.copy())
+    work = np.empty((all_pairings.WORK_ROWS, 2 * n))
+    moves = [(*(int(x) for x in rng.choice(n, 2, replace=False)), float(rng.random())) for _ in range(100)]
+    for a, b, share_a in moves:
+        active[[a, b]] = True
+        all_pairings.rate_pair(aps, active, table, battles, n, a, b, share_a, now, work)
+    monkeypatch.setattr(numpy_exp, "LOOP", None)
+    for a, b, share_a in moves:
+        fallback[1][[a, b]] = True
+        all_pairings.rate_pair(*fallback, n, a, b, share_a, now, work)
+    assert np.array_equal(fallback[2].view(np.int64), table.view(np.int64))
+    assert np.array_equal(fallback[3], battles)
