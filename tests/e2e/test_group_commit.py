@@ -34,7 +34,7 @@ from .test_gunicorn_uploads import make_battle
 pytestmark = pytest.mark.e2e
 
 LOAD_TEST = Path(__file__).resolve().parents[2] / "scripts" / "load_test.py"
-WAITING_SECONDS = 1.5  # for every upload sent to reach the server and wait for the lock
+WAITING_SECONDS = 2.0  # for every upload sent to reach the server and wait for the lock
 POISON = "poison.Bot 1.0"
 
 
