@@ -2,7 +2,8 @@
 
 ``rumble.rebuild.rebuild_rumble`` holds the write lock while it replays a whole log (49.8 s for
 the 1,200-bot, 720,000-battle ladder), so every upload meanwhile times out. ``recompute`` replays
-the same log through the same code (``rebuild.advance``) outside the lock instead:
+the same log through the same code (``rebuild.advance``; the first pass of a 1v1 rebuild in compiled
+code, ``rebuild.advance_any``) outside the lock instead:
 
 1. *Aside.* In a read snapshot (WAL: uploads go on committing), the log up to its newest battle is
    replayed in memory. Melee battles are reassembled into TEMP copies of the melee tables on this
@@ -177,7 +178,8 @@ def _check(db: Store, job: Job) -> None:
 
 def _advance(db: Store, job: Job, progress: Callable[[int], None] | None) -> int:
     """Replay what the log holds beyond the replay (inside a snapshot or the write transaction)."""
-    return rebuild.advance(db, job.replay, battle_log.newest_id(db), progress)  # a melee rumble's whole battles too
+    # a melee rumble's whole battles too; a whole 1v1 log from its start in compiled code
+    return rebuild.advance_any(db, job.replay, battle_log.newest_id(db), progress)
 
 
 def _compare(db: Store, replay: rebuild.Replay) -> Base:

@@ -12,15 +12,20 @@ state. The result equals the online tables bit for bit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from itertools import repeat
 from operator import itemgetter
 
-from rumble import fields, melee, priority
+import numpy as np
+
+from rumble import compiled_replay, fields, melee, priority
 from rumble.ingest import battle_shares, rate, record_pairings
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing
+from rumble.ratings import glicko2, numpy_exp, rank_points
+from rumble.ratings.columns import STEPPED
 from rumble.ratings.online import Field
 from rumble.store import (
     Store,
@@ -28,6 +33,7 @@ from rumble.store import (
     bots,
     melee_battles,
     missing_pairings,
+    page_cache,
     pairings,
     priority_queue,
     rating_rows,
@@ -37,6 +43,11 @@ from rumble.store.rumbles import by_survival
 from rumble.store.rumbles import rumble_id as find_rumble_id
 
 PROGRESS_EVERY = 10_000
+# SQLite's page cache while a rebuild writes a rumble's tables: room for a 1,200-bot rumble's 1.4 M
+# pairings and their index, which it writes and then probes (missing pairings); with the default
+# 2 MB this took two thirds of the writing (scripts/bench_rebuild.py). Only pages in use take memory.
+WRITE_CACHE_KIB = 256 * 1024
+WRITE_ROWS = 100_000  # pairing rows a compiled rebuild turns into Python values at once
 
 
 @dataclass
@@ -61,6 +72,7 @@ class Replay:
     moved_to: str = "ok"
     changed: dict[tuple[int, int], Pairing | None] | None = None
     whole_battles: melee.Replay | None = None  # a melee rumble's whole battles, replayed alongside
+    arrays: compiled_replay.Pairings | None = None  # a compiled replay's pairings (``state`` stays empty)
 
     def counts(self, state: str, battle_id: int) -> bool:
         """True if a battle in ``state`` counts in this replay."""
@@ -95,6 +107,8 @@ def advance(db: Store, replay: Replay, up_to: int, progress: Callable[[int], Non
     """Replay the battles after ``replay.battle_id`` up to log id ``up_to`` and every participant
     event recorded so far (the caller holds a read snapshot, or the write transaction, in which
     ``up_to`` is the log's newest id); the number of battles replayed."""
+    if replay.arrays is not None:
+        raise ValueError("a compiled replay's pairings are in its arrays: it goes on only in compiled code")
     field, state, changed, whole = replay.field, replay.state, replay.changed, replay.whole_battles
     events = rating_rows.events_in_order(db, replay.rumble_id, replay.event_id)
     next_event = replayed = 0
@@ -147,17 +161,139 @@ def advance(db: Store, replay: Replay, up_to: int, progress: Callable[[int], Non
     return replayed
 
 
+def compiled(replay: Replay) -> bool:
+    """True if ``advance_compiled`` can replay it: a 1v1 rumble replayed from its start as logged
+    (nothing moved, no pairing watched) whose ratings are all the compiled step's."""
+    return (
+        replay.whole_battles is None
+        and not replay.moved
+        and replay.changed is None
+        and not replay.state
+        and replay.battle_id == 0
+        and replay.arrays is None
+        and not STEPPED
+    )
+
+
+def advance_compiled(db: Store, replay: Replay, up_to: int, progress: Callable[[int], None] | None = None) -> int:
+    """``advance`` from the log's start for a replay that is ``compiled``, in compiled code
+    (rumble.compiled_replay): the same values, bit for bit, several times faster."""
+    field = replay.field
+    table = compiled_replay.Pairings(len(field.ids) + 64)
+    events = rating_rows.events_in_order(db, replay.rumble_id, replay.event_id)
+    next_event = replayed = 0
+    for rows in battle_log.scored_battle_runs(db, replay.rumble_id, up_to=up_to):
+        ids = np.array([row[0] for row in rows], dtype=np.int64)
+        bots_of = np.array([row[1:3] for row in rows], dtype=np.int64)
+        numbers = np.array([row[3:7] for row in rows], dtype=np.int64)
+        ms = np.array([row[7] for row in rows], dtype="datetime64[ms]").astype(np.int64)
+        shares = numbers[:, 2:4] if replay.survival else numbers[:, 0:2]  # battle_shares: twinduel counts rounds won
+        firsts = np.ascontiguousarray(numbers[:, 2:4])
+        shares = np.ascontiguousarray(shares)
+        for bot in np.unique(bots_of).tolist():  # every bot of the run in the field first: positions move as bots join
+            field.add(bot)
+        rows_of = table.rows_of(bots_of.ravel()).reshape(-1, 2)
+        k = 0
+        while k < len(ids):
+            while next_event < len(events) and events[next_event][3] < ids[k]:
+                field.set_active(events[next_event][1], events[next_event][2])
+                next_event += 1
+            stop = len(ids) if next_event == len(events) else int(np.searchsorted(ids, events[next_event][3], "right"))
+            at = np.array([field.position[bot] for bot in bots_of[k:stop].ravel().tolist()], dtype=np.int64)
+            compiled_replay.replay_battles(
+                field.aps,
+                field.active,
+                field.table,
+                field.xonstat_battles,
+                len(field.ids),
+                field.work,
+                glicko2.TAU,
+                rank_points.UPSET_BONUS,
+                numpy_exp.LOOP,
+                at.reshape(-1, 2),
+                rows_of[k:stop],
+                shares[k:stop],
+                firsts[k:stop],
+                ms[k:stop],
+                replay.rounds,
+                table.battles,
+                table.means,
+                table.last_ms,
+            )
+            if progress:
+                progress(stop - k)
+            replayed += stop - k
+            k = stop
+    for _, bot, active, _ in events[next_event:]:
+        field.set_active(bot, active)
+    if events:
+        replay.event_id = events[-1][0]
+    replay.arrays = table
+    replay.battle_id = max(replay.battle_id, up_to)
+    replay.replayed += replayed
+    return replayed
+
+
+def advance_any(db: Store, replay: Replay, up_to: int, progress: Callable[[int], None] | None = None) -> int:
+    """``advance``, in compiled code when the replay is ``compiled`` (its pairings then handed back
+    as ``state``, so that the replay goes on battle by battle from there, as a maintenance job's does)."""
+    if not compiled(replay):
+        return advance(db, replay, up_to, progress)
+    replayed = advance_compiled(db, replay, up_to, progress)
+    replay.state = state_of(replay)
+    replay.arrays = None
+    return replayed
+
+
+def state_of(replay: Replay) -> dict[tuple[int, int], Pairing]:
+    """The replay's pairings as ``Replay.state`` holds them (built from the arrays of a compiled one)."""
+    return replay.state if replay.arrays is None else _pairings_of(replay.arrays)
+
+
+def _pairings_of(table: compiled_replay.Pairings) -> dict[tuple[int, int], Pairing]:
+    """The played pairings of a compiled replay as ``Replay.state`` holds them."""
+    bot_of = np.zeros(len(table.battles), dtype=np.int64)
+    bot_of[list(table.row.values())] = list(table.row.keys())
+    r, s = np.nonzero(table.battles > 0)
+    times = np.datetime_as_string(table.last_ms[r, s].astype("datetime64[ms]"), unit="ms").tolist()
+    return {
+        (a, b): Pairing(n, aps, m2, survival, f"{when[:10]} {when[11:]}")  # numpy writes a T between date and time
+        for a, b, n, aps, m2, survival, when in zip(
+            bot_of[r].tolist(),
+            bot_of[s].tolist(),
+            table.battles[r, s].tolist(),
+            table.means[0, r, s].tolist(),
+            table.means[1, r, s].tolist(),
+            table.means[2, r, s].tolist(),
+            times,
+        )
+    }
+
+
 def rebuild_rumble(
-    db: Store, game: str, rounds: int, min_battles: int, progress: Callable[[int], None] | None = None
+    db: Store,
+    game: str,
+    rounds: int,
+    min_battles: int,
+    progress: Callable[[int], None] | None = None,
+    battle_by_battle: bool = False,
 ) -> int:
     """Recompute a rumble's pairings, summaries and ratings (caller holds the write transaction
     throughout: ``rumble.maintenance`` does the same without blocking uploads).
 
-    Returns the number of battles replayed; ``progress(n)`` is called as battles are replayed.
+    Returns the number of battles replayed; ``progress(n)`` is called as battles are replayed. A
+    1v1 rumble is replayed in compiled code (``advance_compiled``) unless ``battle_by_battle``
+    asks for the Python replay every rumble can take (``advance``; tests compare the two).
     """
     replay = start(db, game, rounds)
-    advance(db, replay, battle_log.newest_id(db), progress)
-    _write(db, replay.rumble_id, replay.state, replay.field, min_battles)
+    if compiled(replay) and not battle_by_battle:
+        advance_compiled(db, replay, battle_log.newest_id(db), progress)
+        with page_cache(db, WRITE_CACHE_KIB):
+            _write_compiled(db, replay, min_battles)
+    else:
+        advance(db, replay, battle_log.newest_id(db), progress)
+        with page_cache(db, WRITE_CACHE_KIB):
+            _write(db, replay.rumble_id, replay.state, replay.field, min_battles)
     return replay.replayed
 
 
@@ -170,35 +306,105 @@ def _write(db: Store, rumble_id: int, state: dict[tuple[int, int], Pairing], fie
     order = sorted(by_bot)
     for a in order:
         by_bot[a].sort(key=itemgetter(0))
-    pairings.clear_rumble(db, rumble_id)
-    pairings.put_pairings(
-        db,
+    rows = (
         (
-            (
-                rumble_id,
-                a,
-                b,
-                p.battles,
-                p.aps,
-                p.aps_m2,
-                p.survival,
-                p.last_battle,
-                priority.pairing_priority(p, min_battles) if a < b and (a, b) not in held else None,
-            )
-            for a in order
-            for b, p in by_bot[a]
-        ),
+            rumble_id,
+            a,
+            b,
+            p.battles,
+            p.aps,
+            p.aps_m2,
+            p.survival,
+            p.last_battle,
+            priority.pairing_priority(p, min_battles) if a < b and (a, b) not in held else None,
+        )
+        for a in order
+        for b, p in by_bot[a]
     )
+
+    def summaries(active: set[int]) -> list[tuple[int, scores.Totals, scores.Summary, str]]:
+        found = []
+        for a in order:
+            total = scores.totals_of(p for b, p in by_bot[a] if b in active)
+            found.append((a, total, scores.summary(total), max(p.last_battle for _, p in by_bot[a])))
+        return found
+
+    _replace_tables(db, rumble_id, field, order, rows, summaries)
+
+
+def _write_compiled(db: Store, replay: Replay, min_battles: int) -> None:
+    """``_write`` for a compiled replay, from its pairing arrays: the same rows, computed in numpy
+    (``scores.totals_by_group``, ``priority.pairing_priorities``) rather than pairing by pairing."""
+    table, field, rumble_id = replay.arrays, replay.field, replay.rumble_id
+    if table is None:
+        raise ValueError("not a compiled replay")
+    bot_of = np.zeros(len(table.battles), dtype=np.int64)
+    bot_of[list(table.row.values())] = list(table.row.keys())
+    by_id = np.argsort(bot_of[: len(table.row)])  # rows in bot-id order
+    r, s = np.nonzero(table.battles[np.ix_(by_id, by_id)] > 0)  # played pairings in (bot, opponent) order
+    r, s = by_id[r], by_id[s]
+    a, b, n = bot_of[r], bot_of[s], table.battles[r, s]
+    aps, aps_m2, survival, last_ms = (
+        table.means[0, r, s],
+        table.means[1, r, s],
+        table.means[2, r, s],
+        table.last_ms[r, s],
+    )
+    indexed = a < b
+    held = priority_queue.held_pairs(db, rumble_id)  # queued or recently handed out: kept out of the index
+    if held:
+        indexed &= np.array([pair not in held for pair in zip(a.tolist(), b.tolist())], dtype=bool)
+    ranks = priority.pairing_priorities(n, aps, aps_m2, min_battles)
+
+    def rows() -> Iterator[tuple]:
+        for first in range(0, len(a), WRITE_ROWS):  # as Python values a slice at a time: bounded memory
+            at = slice(first, first + WRITE_ROWS)
+            yield from zip(
+                repeat(rumble_id),
+                a[at].tolist(),
+                b[at].tolist(),
+                n[at].tolist(),
+                aps[at].tolist(),
+                aps_m2[at].tolist(),
+                survival[at].tolist(),
+                _times(last_ms[at]),
+                [rank if keep else None for rank, keep in zip(ranks[at].tolist(), indexed[at].tolist())],
+            )
+
+    order, starts = np.unique(a, return_index=True)  # the bots with pairings, and where each one's begin
+    last = _times(np.maximum.reduceat(last_ms, starts)) if len(a) else []
+
+    def summaries(active: set[int]) -> list[tuple[int, scores.Totals, scores.Summary, str]]:
+        live = np.isin(b, np.fromiter(active, dtype=np.int64, count=len(active)))
+        group = np.searchsorted(order, a[live])
+        totals = scores.totals_by_group(group, n[live], aps[live], aps_m2[live], survival[live], len(order))
+        return [(bot, t, scores.summary(t), when) for bot, t, when in zip(order.tolist(), totals, last)]
+
+    _replace_tables(db, rumble_id, field, order.tolist(), rows(), summaries)
+
+
+def _times(ms: np.ndarray) -> list[str]:
+    """Times in ms since 1970 as the store writes them, "YYYY-MM-DD HH:MM:SS.mmm"."""
+    return [f"{t[:10]} {t[11:]}" for t in np.datetime_as_string(ms.astype("datetime64[ms]"), unit="ms").tolist()]
+
+
+def _replace_tables(
+    db: Store,
+    rumble_id: int,
+    field: Field,
+    order: list[int],
+    pairing_rows: Iterable[tuple],
+    summaries: Callable[[set[int]], list[tuple[int, scores.Totals, scores.Summary, str]]],
+) -> None:
+    """Write the pairings, summaries (of the bots with pairings, in ``order``) and ratings."""
+    pairings.clear_rumble(db, rumble_id)
+    pairings.put_pairings(db, pairing_rows)
     active = {bot for bot in field.ids if field.active[field.position[bot]]}
     # Battles revive bots without an event, so after a rollback the replay may see a bot retired
     # that the participants table still has active: the replay decides.
     bots.sync_active(db, rumble_id, {bot: bot in active for bot in field.ids}, utc_now())
     missing_pairings.refill(db, rumble_id)
-    rows = []
-    for a in order:
-        total = scores.totals_of(p for b, p in by_bot[a] if b in active)
-        rows.append((a, total, scores.summary(total), max(p.last_battle for _, p in by_bot[a])))
-    pairings.put_totals(db, rumble_id, rows)
+    pairings.put_totals(db, rumble_id, summaries(active))
     rating_rows.clear_ratings(db, rumble_id)
     rated = [(bot, field.ratings(bot)) for bot in order]  # a melee bot whose battles are all still open has none yet
     rating_rows.put_ratings(

@@ -140,3 +140,33 @@ def test_the_command_line_does_not_import_the_web_layer():
     _, found = _imports()
     cli = ("rumble.cli", "rumble.cli_admin", "rumble.cli_support")
     assert [(a, b) for a, b, _ in found if a in cli and b.startswith("rumble.web")] == []
+
+
+def test_the_app_factory_registers_every_blueprint(tmp_path):
+    """Every blueprint a web module defines is registered by create_app (rumble/app.py), none by
+    another view module as a side effect of importing it (the admin uploaders' nested one aside)."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    from flask import Blueprint
+
+    from rumble.app import create_app
+
+    app = create_app({"DB": str(tmp_path / "r.db")})
+    defined = {}  # module -> the name of the blueprint it defines
+    for path in (Path(rumble.__file__).parent / "web").glob("*.py"):
+        module = importlib.import_module(f"rumble.web.{path.stem}")
+        defined.update((path.stem, v.name) for v in vars(module).values() if isinstance(v, Blueprint))
+    registered = {name.rsplit(".", 1)[-1] for name in app.blueprints}
+    assert len(defined) >= 8 and set(defined.values()) <= registered
+    factory = ast.parse((Path(rumble.__file__).parent / "app.py").read_text())
+    calls = {
+        node.args[0].value.id
+        for node in ast.walk(factory)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", "") == "register_blueprint"
+        and isinstance(node.args[0], ast.Attribute)
+        and isinstance(node.args[0].value, ast.Name)
+    }
+    assert calls == set(defined) - {"admin_uploaders"}  # nested under /admin, its endpoints admin.uploaders.*

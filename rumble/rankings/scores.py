@@ -32,6 +32,9 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+from numba.extending import register_jitable
+
 EXACT_UNIT = 2**1074  # 1/2^-1074, the smallest positive float: every float times this is an integer
 EXACT_SHIFT = 1075  # 1074 + 1: a denominator 2^k has bit_length k + 1
 Z95 = 1.96
@@ -43,12 +46,14 @@ def exact(value: float) -> int:
     return numerator << (EXACT_SHIFT - denominator.bit_length())  # numerator·2^(1074 − k)
 
 
+@register_jitable
 def battle_percent(score: int, other: int) -> float:
     """A side's share of the battle's total score, in percent; 50 when neither scored."""
     total = score + other
     return 50.0 if total == 0 else 100.0 * score / total
 
 
+@register_jitable
 def survival_percent(firsts: int, rounds: int) -> float:
     """Rounds finished first, as a percentage of the rumble's rounds."""
     return 100.0 * firsts / rounds
@@ -65,18 +70,24 @@ class Pairing:
     last_battle: str = ""  # receive time of the latest battle
 
 
+@register_jitable
+def running_means(
+    battles: int, aps: float, aps_m2: float, survival: float, percent: float, survival_now: float
+) -> tuple[float, float, float]:
+    """(APS, M2, survival) after battle number ``battles`` (Welford's update of the mean and of M2).
+
+    Compiled as well (numba, without fast-math: the same IEEE operations) for the rebuild's replay.
+    """
+    delta = percent - aps
+    new_aps = aps + delta / battles
+    return new_aps, aps_m2 + delta * (percent - new_aps), survival + (survival_now - survival) / battles
+
+
 def add_battle(pairing: Pairing, percent: float, survival: float, when: str) -> Pairing:
     """The pairing after one more battle (Welford's update of the mean and of M2)."""
     n = pairing.battles + 1
-    delta = percent - pairing.aps
-    aps = pairing.aps + delta / n
-    return Pairing(
-        battles=n,
-        aps=aps,
-        aps_m2=pairing.aps_m2 + delta * (percent - aps),
-        survival=pairing.survival + (survival - pairing.survival) / n,
-        last_battle=max(pairing.last_battle, when),
-    )
+    aps, aps_m2, survival = running_means(n, pairing.aps, pairing.aps_m2, pairing.survival, percent, survival)
+    return Pairing(battles=n, aps=aps, aps_m2=aps_m2, survival=survival, last_battle=max(pairing.last_battle, when))
 
 
 def score_battle(
@@ -188,6 +199,66 @@ def totals_of(pairings: Iterable[Pairing]) -> Totals:
     """
     columns = zip(*(_contribution_values(p) for p in pairings if p is not None and p.battles))
     return Totals(*(sum(column) for column in columns))  # no pairings: no columns, Totals()
+
+
+_SPLIT = 26  # a signed 53-bit significand summed as its high and low parts: no int64 overflow for 2^30 terms
+
+
+def exact_sums(groups: np.ndarray, values: np.ndarray, count: int) -> list[int]:
+    """For each group g < ``count``, Σ ``exact(v)`` over the finite float64 ``values`` whose group is
+    g: the same integers as summing ``exact`` one by one, in numpy (a rebuild sums millions).
+
+    A float is ±M·2^(E−1075) (E its biased exponent, M its significand with the hidden bit when
+    E > 0; IEEE 754), so exact(v) = ±M·2^(max(E, 1) − 1): the significands are summed exactly in
+    int64 per (group, exponent), then shifted and added as Python integers.
+    """
+    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.int64)
+    biased = (bits >> 52) & 0x7FF
+    significand = bits & ((1 << 52) - 1)
+    significand = np.where(biased > 0, significand | (1 << 52), significand)
+    signed = np.where(bits < 0, -significand, significand)
+    key = np.asarray(groups, dtype=np.int64) * 2047 + (np.maximum(biased, 1) - 1)
+    keys, inverse = np.unique(key, return_inverse=True)
+    high = np.zeros(len(keys), dtype=np.int64)
+    low = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(high, inverse, signed >> _SPLIT)  # floor: signed = high·2^26 + low, also when negative
+    np.add.at(low, inverse, signed & ((1 << _SPLIT) - 1))
+    sums = [0] * count
+    for k, h, lo in zip(keys.tolist(), high.tolist(), low.tolist()):
+        group, shift = divmod(k, 2047)
+        sums[group] += ((h << _SPLIT) + lo) << shift
+    return sums
+
+
+def totals_by_group(
+    groups: np.ndarray, battles: np.ndarray, aps: np.ndarray, aps_m2: np.ndarray, survival: np.ndarray, count: int
+) -> list[Totals]:
+    """``totals_of`` for ``count`` bots at once, from played pairings as arrays (each one's bot in
+    ``groups``): the same integers, with ``pairing_variance``'s and ``contribution``'s operations."""
+    has_ci = battles >= 2
+    per_pairing_ci = aps_m2[has_ci] / battles[has_ci] / (battles[has_ci] - 1)  # pairing_variance / (n − 1)
+
+    def counts(mask: np.ndarray) -> list[int]:
+        return np.bincount(groups[mask], minlength=count).tolist()
+
+    columns = (
+        np.bincount(groups, minlength=count).tolist(),
+        _int_sums(groups, battles, count),
+        exact_sums(groups, aps, count),
+        exact_sums(groups, survival, count),
+        counts(aps > 50.0),
+        counts(aps == 50.0),
+        counts(aps < 50.0),
+        counts(has_ci),
+        exact_sums(groups[has_ci], per_pairing_ci, count),
+    )
+    return [Totals(*values) for values in zip(*columns)]
+
+
+def _int_sums(groups: np.ndarray, values: np.ndarray, count: int) -> list[int]:
+    sums = np.zeros(count, dtype=np.int64)
+    np.add.at(sums, groups, values)
+    return sums.tolist()
 
 
 def summary(totals: Totals) -> Summary:

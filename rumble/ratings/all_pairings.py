@@ -3,14 +3,15 @@
 RoboRumble Elo, Glicko-1 and Glicko-2 each sum one term per live pairing of a bot (seed 004's
 all-pairings method), so one battle means two passes over a 1,200-bot field: some 2,400 games,
 each with three exponentials. Written with numpy that was about sixty array operations per
-battle, whose call overhead dominated both the upload and the rebuild. Here the step is three
-calls:
+battle, whose call overhead dominated both the upload and the rebuild. Here the step is one
+compiled call (``step``) of three parts:
 
 1. ``gather`` (compiled with numba): one vectorised pass over the field for every bot's
    g-factors as an opponent (its deviations grown for the time since its own last update), then
    one pass over A's pairings and one over B's that lay out each live game's score, g-factors
    and three exponents;
-2. ``numpy.exp`` over all the exponents at once (numpy's vectorised exp);
+2. ``numpy.exp`` over all the exponents at once (numpy's vectorised exp, its own loop called from
+   compiled code: ``numpy_exp``);
 3. ``finish`` (compiled): each game's terms summed per bot in position order, then Glicko's and
    Glicko-2's combine steps, Rank Points and XonStat Elo, written into the field's table.
 
@@ -42,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from rumble.ratings import elo, glicko, glicko2, rank_points, xonstat
+from rumble.ratings import elo, glicko, glicko2, numpy_exp, rank_points, xonstat
 from rumble.ratings.columns import ROW
 from rumble.ratings.glicko_common import terms
 
@@ -191,6 +192,31 @@ def finish(
         xonstat_battles[i] += 1
 
 
+@njit(cache=True)
+def step(
+    aps: np.ndarray,
+    active: np.ndarray,
+    table: np.ndarray,
+    xonstat_battles: np.ndarray,
+    n: int,
+    a: int,
+    b: int,
+    share_a: float,
+    now: float,
+    work: np.ndarray,
+    tau: float,
+    upset_bonus: float,
+    exp_loop: int,
+) -> None:
+    """``gather``, numpy's exp over the three exponent rows (its own loop, ``numpy_exp``), ``finish``:
+    the whole step in one compiled call, which the upload path and the rebuild both make."""
+    count_a, total = gather(aps, active, table, n, a, b, now, work)
+    exp_buffer = np.empty(numpy_exp.BUFFER, dtype=np.intp)
+    for row in range(X_ELO, X_GLICKO2 + 1):
+        numpy_exp.exp_in_place(exp_loop, exp_buffer, work, row, total)
+    finish(table, xonstat_battles, a, b, now, work, count_a, total, share_a, tau, upset_bonus)
+
+
 def rate_pair(
     aps: np.ndarray,
     active: np.ndarray,
@@ -210,7 +236,4 @@ def rate_pair(
     ``table`` and ``xonstat_battles`` gain both bots' new values; ``work`` is scratch space of at
     least WORK_ROWS × 2n (see ``gather``).
     """
-    count_a, total = gather(aps, active, table, n, a, b, now, work)
-    exponents = work[X_ELO : X_GLICKO2 + 1, :total]
-    np.exp(exponents, out=exponents)
-    finish(table, xonstat_battles, a, b, now, work, count_a, total, share_a, tau, upset_bonus)
+    step(aps, active, table, xonstat_battles, n, a, b, share_a, now, work, tau, upset_bonus, numpy_exp.LOOP)

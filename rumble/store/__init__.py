@@ -199,3 +199,16 @@ def read(db: Store) -> Iterator[Store]:
         yield db
     finally:
         db.conn.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def page_cache(db: Store, kib: int) -> Iterator[None]:
+    """Let SQLite keep up to ``kib`` KiB of pages in memory on this connection for the block (a
+    rebuild rewrites a whole rumble's pairings and then probes them: with the default 2 MB cache
+    most of its time went to reading back pages it had just written), then the size it had."""
+    before = db.conn.execute("PRAGMA cache_size").fetchone()[0]
+    db.conn.execute(f"PRAGMA cache_size = {-int(kib)}")
+    try:
+        yield
+    finally:
+        db.conn.execute(f"PRAGMA cache_size = {int(before)}")

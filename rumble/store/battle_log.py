@@ -117,6 +117,26 @@ def iter_scored_battles(
         last = rows[-1][0]
 
 
+def scored_battle_runs(
+    db: Store, rumble_id: int, after: int = 0, up_to: int | None = None, batch: int = 50_000
+) -> Iterator[list[tuple[int, int, int, int, int, int, int, str]]]:
+    """The rumble's 'ok' battles with ids in (after, up_to], in log order, as lists of at most
+    ``batch`` rows (id, first bot, second bot, first score, second score, first firsts, second
+    firsts, received_at): what the compiled replay reads (rumble.rebuild)."""
+    last = after
+    bound = up_to if up_to is not None else 1 << 62
+    while True:
+        rows = db.execute(
+            "SELECT id, first_bot_id, second_bot_id, first_score, second_score, first_firsts, second_firsts, "
+            "received_at FROM battles WHERE rumble_id = ? AND id > ? AND id <= ? AND state = 'ok' ORDER BY id LIMIT ?",
+            (rumble_id, last, bound, batch),
+        ).fetchall()
+        if not rows:
+            return
+        yield rows
+        last = rows[-1][0]
+
+
 def newest_id(db: Store) -> int:
     """The highest battle id of the whole log (0 when it is empty)."""
     return db.execute("SELECT coalesce(max(id), 0) FROM battles").fetchone()[0]

@@ -102,7 +102,7 @@ def test_clicking_a_column_title_sorts_the_rankings_by_it(site, browser):
     assert [int(text) for text in _column(browser, battles)] == sorted(counts)
     browser.driver.find_element("link text", "Competitor").click()  # a new column sorts descending first
     assert parse_qs(urlsplit(browser.driver.current_url).query)["order"] == ["-name"]
-    names = _column(browser, 2)
+    names = _column(browser, titles.index("Competitor") + 1)
     assert len(names) == DEMO_BOTS and names == sorted(names, reverse=True)
     assert browser.errors() == []
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import random
 
-from rumble.priority import FEW_BATTLES, choose_pairs, pairing_priority
+import numpy as np
+
+from rumble.priority import FEW_BATTLES, choose_pairs, pairing_priorities, pairing_priority
 from rumble.rankings.scores import Pairing
 
 
@@ -31,3 +33,16 @@ def test_choose_pairs_takes_few_battles_by_count_then_draws_from_the_top_band():
     assert chosen[:2] == [(3, 4, "few battles"), (1, 2, "few battles")]
     assert {pair[:2] for pair in chosen[2:]} == {(5, 6), (7, 8)}  # 10 is below half of the best (50)
     assert all(reason == "uncertain" for *_, reason in chosen[2:])
+
+
+def test_pairing_priorities_equal_pairing_priority_one_by_one():
+    """priority.pairing_priorities (a rebuild's, in numpy) against pairing_priority, value for value:
+    few battles, intervals straddling 50 and not."""
+    rng = np.random.default_rng(9)
+    battles = rng.integers(1, 12, 2000)
+    aps = rng.uniform(30.0, 70.0, 2000)
+    aps_m2 = rng.uniform(0.0, 3000.0, 2000) * (battles - 1)
+    expected = [pairing_priority(Pairing(int(n), float(a), float(m)), 3) for n, a, m in zip(battles, aps, aps_m2)]
+    found = pairing_priorities(battles, aps, aps_m2, 3).tolist()
+    assert found == expected
+    assert {p >= FEW_BATTLES - 12 for p in expected} == {True, False}  # both tiers

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from rumble.rankings import scores
@@ -124,3 +125,37 @@ def test_aps_is_the_correctly_rounded_mean_whatever_the_order():
 def test_removing_a_pairing_restores_the_totals_exactly():
     a, b = _pairing(61.3, 12.9), _pairing(44.4)
     assert totals_of([a, b]) - contribution(b) == totals_of([a])
+
+
+def test_exact_sums_equal_the_exact_integers_added_one_by_one():
+    """scores.exact_sums against scores.exact summed in Python, over normal, subnormal, negative and
+    zero values in several groups (many sharing an exponent: the int64 parts must not overflow)."""
+    rng = np.random.default_rng(7)
+    values = np.concatenate(
+        [
+            rng.uniform(0.0, 100.0, 3000),
+            np.full(2000, np.nextafter(64.0, 0.0)),  # 2,000 largest significands of one exponent
+            -rng.uniform(0.0, 1e-3, 500),
+            [5e-324, 2.2250738585072014e-308, 1e-310, 0.0, -0.0, 1e300],
+        ]
+    )
+    groups = rng.integers(0, 4, len(values))
+    groups[3000:5000] = 2
+    expected = [sum(scores.exact(float(v)) for v, g in zip(values, groups) if g == k) for k in range(5)]
+    assert scores.exact_sums(groups, values, 5) == expected
+    assert expected[4] == 0  # an empty group
+
+
+def test_totals_by_group_equal_totals_of_each_bot():
+    """scores.totals_by_group against scores.totals_of over Pairing objects, bot by bot."""
+    rng = np.random.default_rng(8)
+    count = 300
+    groups = rng.integers(0, 3, count)
+    battles = rng.integers(1, 6, count)
+    aps = rng.uniform(0.0, 100.0, count)
+    aps[:10] = 50.0  # draws
+    aps_m2 = np.where(battles > 1, rng.uniform(0.0, 500.0, count), 0.0)
+    survival = rng.uniform(0.0, 100.0, count)
+    pairings = [Pairing(int(n), float(a), float(m), float(s)) for n, a, m, s in zip(battles, aps, aps_m2, survival)]
+    expected = [scores.totals_of(p for p, g in zip(pairings, groups) if g == k) for k in range(4)]
+    assert scores.totals_by_group(groups, battles, aps, aps_m2, survival, 4) == expected
