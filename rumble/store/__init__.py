@@ -91,8 +91,11 @@ def connect(
     db.epoch = conn.execute("PRAGMA user_version").fetchone()[0]
     if not memory:
         db.lock_path = path + ".lock"
-        with file_lock(db):
-            conn.execute("PRAGMA journal_mode = WAL")
+        # WAL is the file's own lasting mode: only the first opening sets it, under the write lock,
+        # and a later one (a worker thread's first request) never waits for a writer to read it.
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            with file_lock(db):
+                conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
     if not autocheckpoint:
         conn.execute("PRAGMA wal_autocheckpoint = 0")

@@ -29,8 +29,13 @@ def pop_for_uploader(db: Store, rumble_id: int, uploader: str, now: str) -> tupl
         "WHERE q.rumble_id = ? AND q.handed_out_at IS NULL ORDER BY q.id LIMIT ?",
         (rumble_id, SCAN),
     ).fetchall()
-    soles = [(row, sole_uploader(db, rumble_id, row[1], row[2])) for row in rows]
-    chosen = next((row for row, sole in soles if sole is not None and sole != uploader), None)
+    chosen, soles = None, []
+    for row in rows:  # one pairing at a time: the first one another uploader alone played ends the look
+        sole = sole_uploader(db, rumble_id, row[1], row[2])
+        if sole is not None and sole != uploader:
+            chosen = row
+            break
+        soles.append((row, sole))
     if chosen is None and any(sole == uploader for _, sole in soles):
         chosen = next((row for row, sole in soles if sole != uploader), None)
     if chosen is None:

@@ -49,9 +49,13 @@ def sole_uploaders(db: Store, rumble_id: int, bot: int) -> dict[str, str]:
 
 def sole_uploader(db: Store, rumble_id: int, a: int, b: int) -> str | None:
     """The one uploader of pairing (a, b)'s accepted battles, or None if it has several or none."""
+    # One probe of battles_by_pairing per order of the pair: with the two orders ORed under one
+    # rumble_id, SQLite's planner uses only the index's first column and reads the whole rumble's log.
     row = db.execute(
-        "SELECT min(uploader), max(uploader) FROM battles WHERE rumble_id = ?1 AND state = 'ok' "
-        "AND ((first_bot_id = ?2 AND second_bot_id = ?3) OR (first_bot_id = ?3 AND second_bot_id = ?2))",
+        "SELECT min(uploader), max(uploader) FROM ("
+        "  SELECT uploader FROM battles WHERE rumble_id = ?1 AND first_bot_id = ?2 AND second_bot_id = ?3 "
+        "  AND state = 'ok' UNION ALL SELECT uploader FROM battles "
+        "  WHERE rumble_id = ?1 AND first_bot_id = ?3 AND second_bot_id = ?2 AND state = 'ok')",
         (rumble_id, a, b),
     ).fetchone()
     return row[0] if row and row[0] is not None and row[0] == row[1] else None

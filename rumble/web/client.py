@@ -10,17 +10,22 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 from datetime import datetime, timedelta
+from functools import partial
 
 from flask import Blueprint, Response, current_app, g, request
 
 from rumble import fields, growth, ingest, overrides, plausibility, store
+from rumble.battle import Battle
+from rumble.clock import Clock
 from rumble.protocol import ProtocolError, replies
+from rumble.protocol.games import RumbleSettings
 from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fields
-from rumble.store import battle_log, battle_states, bots, melee_battles, removals, tables
+from rumble.store import Store, battle_log, battle_states, bots, melee_battles, removals, tables
+from rumble.store.group_commit import run_in_group
 from rumble.store.rumbles import known_rumble_id, rumble_id
-from rumble.web import get_db, now
+from rumble.web import clock, get_db, now
 from rumble.web.body import MalformedBody
 from rumble.web.upload_counter import recorded
 
@@ -85,31 +90,46 @@ def _receive(db, moment: datetime) -> UploadOutcome:
     if suspicion is not None:
         battle = replace(battle, state="flagged")
     fields.preload(db, known_rumble_id(db, battle.game))  # a worker's first upload reads the rumble outside the lock
-    with store.write(db):
-        # Stamped under the write lock, so receive times never go backwards along the log.
-        battle = ingest.with_receipt(battle, request.remote_addr, now())
-        hour_ago = store.format_time(now() - timedelta(hours=1))
-        too_many = growth.refusal(db, battle, hour_ago, settings["NEW_BOTS_PER_HOUR"], settings["MAX_PARTICIPANTS"])
-        if too_many is not None:  # nothing of it written: not the battle, not a bot's row
-            return _refused(too_many)
-        applied = ingest.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
-        pair = None
-        if applied.battle_id is not None and suspicion is not None:
-            battle_states.record_flag_reason(db, applied.battle_id, suspicion, battle.received_at)
-        # A melee battle arrives as up to 45 uploads but is one battle: one priority line for it,
-        # on the pair that opened it (rumble/priority.py, melee), not one per pair.
-        elif applied.battle_id is not None and (not rumble.melee or melee_battles.opens_battle(db, applied.battle_id)):
-            pair = ingest.next_priority_battle(
-                db,
-                battle.game,
-                settings["PRIORITY_BATCH"],
-                settings["PRIORITY_MIN_BATTLES"],
-                settings["PRIORITY_HOLD_MINUTES"],
-                _rng,
-                now(),
-                battle.uploader,  # unconfirmed pairings go to another uploader first (issue 14)
-            )
-    # Only now, after COMMIT, may the client be told OK.
+    # Applied in a transaction shared with this worker's other uploads waiting for the write lock
+    # (rumble.store.group_commit); answered only once it is committed.
+    work = partial(_store, battle, suspicion, rumble, settings, clock(), request.remote_addr)
+    return run_in_group(db, work)
+
+
+def _store(
+    battle: Battle,
+    suspicion: str | None,
+    rumble: RumbleSettings,
+    settings: dict,
+    moment: Clock,
+    remote_addr: str | None,
+    db: Store,
+) -> UploadOutcome:
+    """Store one checked upload on ``db`` inside the write transaction and decide its answer (no
+    request context here: another thread's group may apply it)."""
+    # Stamped under the write lock, so receive times never go backwards along the log.
+    battle = ingest.with_receipt(battle, remote_addr, moment.now())
+    hour_ago = store.format_time(moment.now() - timedelta(hours=1))
+    too_many = growth.refusal(db, battle, hour_ago, settings["NEW_BOTS_PER_HOUR"], settings["MAX_PARTICIPANTS"])
+    if too_many is not None:  # nothing of it written: not the battle, not a bot's row
+        return _refused(too_many)
+    applied = ingest.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
+    pair = None
+    if applied.battle_id is not None and suspicion is not None:
+        battle_states.record_flag_reason(db, applied.battle_id, suspicion, battle.received_at)
+    # A melee battle arrives as up to 45 uploads but is one battle: one priority line for it,
+    # on the pair that opened it (rumble/priority.py, melee), not one per pair.
+    elif applied.battle_id is not None and (not rumble.melee or melee_battles.opens_battle(db, applied.battle_id)):
+        pair = ingest.next_priority_battle(
+            db,
+            battle.game,
+            settings["PRIORITY_BATCH"],
+            settings["PRIORITY_MIN_BATTLES"],
+            settings["PRIORITY_HOLD_MINUTES"],
+            _rng,
+            moment.now(),
+            battle.uploader,  # unconfirmed pairings go to another uploader first (issue 14)
+        )
     seen = UploadOutcome(Kind.ACCEPTED, battle.game, battle.first.name, battle.second.name, applied.counts)
     if not applied.stored:
         return replace(seen, kind=Kind.DUPLICATE)
