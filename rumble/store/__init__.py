@@ -156,12 +156,13 @@ def write(db: Store) -> Iterator[Store]:
                 db.shared.clear()
                 db.epoch = epoch
             yield db
+            db.conn.execute("COMMIT")  # inside the try: a failed COMMIT (disk full, I/O error) is rolled back too
         except BaseException:
-            db.conn.execute("ROLLBACK")
+            if db.conn.in_transaction:
+                db.conn.execute("ROLLBACK")
             db._cache.clear()  # ids cached during a rolled-back transaction may not exist
             db.shared.clear()  # nor the field changes it made in memory
             raise
-        db.conn.execute("COMMIT")
         db.commits_since_checkpoint += 1
 
 
