@@ -4,30 +4,33 @@ After fishtest's per-worker residuals (a worker whose results are implausible ne
 else's is dropped). Pure code over plain data: one ``Share`` per battle, the score share (0 to 100)
 of the pairing's first bot (``a < b``) as one uploader reported it.
 
-**Residuals.** For uploader u and one of its battles x on pairing p, the *others* are every battle
-on p by the other uploaders (less those already flagged, see below): n_o battles with mean m_o and
-sum of squares SS_o. Then
+**Residuals.** One per pairing an uploader shares with others, not one per battle (an uploader's
+battles on one pairing are all measured against the same consensus, so per-battle z would be
+correlated). For uploader u with k battles of mean x̄ on pairing p, the *others* are every battle on
+p by the other uploaders (less those already flagged, see below): n_o battles with mean m_o and sum
+of squares SS_o. Then
 
-    z = (x − m_o) / sqrt(s_p² · (1 + 1/n_o)),
-    s_p² = max((K · c · spread(m_o) + SS_o) / (K + n_o − 1), SD_FLOOR²),
+    r = x̄ − m_o,    z = r / sqrt(s_p² · (1/k + 1/n_o)),
+    s_p² = max((K · c · spread(m) + SS_o) / (K + n_o − 1), SD_FLOOR²),
 
-the battle-level variance of p: its own sum of squares shrunk towards a rumble-wide model
-c · spread(m), spread(m) = m(100 − m)/2500 + SPREAD_FLOOR (a share varies like a proportion: most
-at 50, least near 0 and 100), c pooled over every pairing (Σ SS / Σ (n − 1) · spread(mean)), with
-K = ``SHRINK`` pseudo-battles. Under "u reports as the others do", z has mean 0 and variance about
-1: x and m_o are independent draws from p's battle distribution, the second a mean of n_o of them.
+the battle-level variance of p: the others' own sum of squares shrunk towards a rumble-wide model
+c · spread(m), taken at the mean m of all of p's battles (u's too, so that a consensus erring
+towards 0 or 100 does not shrink it), spread(m) = m(100 − m)/2500 + SPREAD_FLOOR (a share varies
+like a proportion: most at 50, least near 0 and 100), c pooled over every pairing, with
+K = ``SHRINK`` pseudo-battles. Under "u reports as the others do", z has mean 0 and variance about 1.
 
 **Two tests per uploader**, because a forger can err two ways, each calibrated against the other
 uploaders' own residuals (every uploader's z against its others, the reference being the pool of
 the *other* uploaders' z), so that a variance model that fits a real rumble only roughly neither
 flags the honest nor hides the dishonest:
 
-* dispersion (random shares: residuals centred on 0 but too wide): over u's n battles,
-  D = (Σ z² − n μ) / sqrt(n v), where μ and v are the mean and variance of z² in the reference;
-  about N(0, 1) for large n (central limit theorem), one-sided (too wide only);
+* dispersion (random shares: residuals centred on 0 but too wide): over u's n residuals,
+  D = (Σ |z| − n μ) / sqrt(n v (1 + n/N_ref)), where μ and v are the mean and variance of |z| in
+  the reference of N_ref residuals (the last factor: μ is itself estimated); about N(0, 1) for
+  large n (central limit theorem), one-sided (too wide only);
 * bias (a bot pushed up or down whenever it fights): for each bot b, u's residuals from b's side,
-  T_b = Σ z / sqrt(n_b w_b), w_b the mean z² of the reference's battles of b (μ when it has
-  fewer than ``MIN_REFERENCE`` of them); the largest |T_b|, two-sided, Bonferroni-corrected over
+  T_b = Σ z / sqrt(n_b w_b), w_b the mean z² of the reference's residuals of b, shrunk towards
+  that of all of them (``BOT_SHRINK`` pseudo-residuals); the largest |T_b|, two-sided, Bonferroni-corrected over
   the bots tested.
 
 The uploader's p is the smaller of the two, doubled (Bonferroni over the two tests), then
@@ -241,12 +244,17 @@ class Reference:
         if self.n < MIN_REFERENCE:
             return math.sqrt(2.0 / math.pi), 1.0 - 2.0 / math.pi
         mu = self.z1 / self.n
-        return mu, max(self.z2 / self.n - mu * mu, 1e-9)
+        v = self.z2 / self.n - mu * mu
+        if not v > 1e-6:  # the other uploaders agree exactly (a small or deterministic rumble): the normal's
+            return math.sqrt(2.0 / math.pi), 1.0 - 2.0 / math.pi
+        return mu, v
 
     def bot_variance(self, bot: str) -> float:
         """w_b: the mean z² of the reference's residuals of ``bot``, shrunk towards that of all of them
         (``BOT_SHRINK`` pseudo-residuals; 1 when the reference is too small)."""
         overall = self.z2 / self.n if self.n >= MIN_REFERENCE else 1.0
+        if not overall > 1e-6:  # residuals all (nearly) zero: no scale to learn from them
+            overall = 1.0
         n, z2 = self.bots.get(bot, (0.0, 0.0))
         return (max(z2, 0.0) + BOT_SHRINK * overall) / (max(n, 0.0) + BOT_SHRINK)
 

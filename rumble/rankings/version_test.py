@@ -77,8 +77,8 @@ def expected_information(start: float, upper: float, lower: float, drift: float,
     if a <= 0 or b >= 0:
         return 0.0
     theta = -2.0 * drift / v
-    if abs(theta * a) < 1e-9 and abs(theta * b) < 1e-9:
-        return -a * b / v
+    if abs(theta) * (a - b) < 1e-4:  # the exact formula cancels catastrophically near no drift:
+        return -a * b / v * (1.0 + theta * (a + b) / 3.0)  # its series, to first order in θ
     ea, eb = math.exp(min(theta * a, EXPONENT_CAP)), math.exp(min(theta * b, EXPONENT_CAP))
     p_upper = (1.0 - eb) / (ea - eb)
     return (p_upper * a + (1.0 - p_upper) * b) / drift

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import sys
 from typing import Any
 
 import numpy as np
@@ -51,12 +52,18 @@ class _UFuncHead(ctypes.Structure):
 def loop_address() -> int:
     """The address of ``np.exp``'s float64 → float64 inner loop (the first one its type table lists,
     the one numpy's type resolution picks)."""
+    # _UFuncHead assumes the usual object header (a reference count and a type pointer, 16 bytes);
+    # a free-threaded or debug build lays objects out otherwise: refuse before reading anything.
+    if object.__basicsize__ != 16 or not getattr(sys, "_is_gil_enabled", lambda: True)():
+        raise ImportError("this Python's objects are not laid out as _UFuncHead assumes")
     head = _UFuncHead.from_address(id(np.exp))
     if head.name != b"exp" or (head.nin, head.nout) != (1, 1):
         raise ImportError("numpy's exp ufunc is not laid out as numpy/ufuncobject.h says")
     double = np.dtype(np.float64).num
     for k in range(head.ntypes):
         if ord(head.types[2 * k]) == double and ord(head.types[2 * k + 1]) == double:
+            if head.data[k]:  # _call_loop passes NULL as the loop's data: only a loop that needs none will do
+                raise ImportError("numpy's float64 exp loop needs its data pointer")
             return int(head.functions[k])
     raise ImportError("numpy's exp has no float64 loop")
 

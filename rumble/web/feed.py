@@ -6,6 +6,7 @@ one event twice."""
 
 from __future__ import annotations
 
+import re
 import uuid
 import xml.etree.ElementTree as ET
 from datetime import timedelta
@@ -54,7 +55,11 @@ def read_events(db, game: str, rid: int) -> list[dict]:
                 "title": f"{row['name']} has met every active participant of {game}",
                 "summary": f"{row['name']}'s rating in {game} now rests on a pairing with every active bot.",
                 "at": row["at"],
-                "link": url_for("bot_pages.bot_details", game=game, name=row["name"], _external=True),
+                "link": url_for(
+                    "bot_pages.bot_details",
+                    game=game,
+                    name=row["name"],
+                ),
             }
         )
     for row in leaders:
@@ -68,7 +73,10 @@ def read_events(db, game: str, rid: int) -> list[dict]:
                 + (f" with APS {row['aps']:.2f}" if row["aps"] is not None else "")
                 + f"{after}.",
                 "at": row["day"],
-                "link": url_for("pages.rankings", game=game, _external=True),
+                "link": url_for(
+                    "pages.rankings",
+                    game=game,
+                ),
             }
         )
     for row in retired:
@@ -80,7 +88,11 @@ def read_events(db, game: str, rid: int) -> list[dict]:
                 "summary": f"Retired at {row['at']} UTC, asked by {public_source(row['source'])}"
                 + ("." if row["retired"] else "; it is back since."),
                 "at": row["at"],
-                "link": url_for("bot_pages.bot_details", game=game, name=row["name"], _external=True),
+                "link": url_for(
+                    "bot_pages.bot_details",
+                    game=game,
+                    name=row["name"],
+                ),
             }
         )
     for row in uploader_table(db, rid):
@@ -93,7 +105,7 @@ def read_events(db, game: str, rid: int) -> list[dict]:
                     "title": f"Uploader {row['uploader']} flagged in {game}",
                     "summary": f"{row['uploader']}: {row['reason']}.",
                     "at": at,
-                    "link": url_for("pages.rumble_stats", game=game, _external=True) + "#uploaders",
+                    "link": url_for("pages.rumble_stats", game=game) + "#uploaders",
                 }
             )
     for event in found:
@@ -101,8 +113,10 @@ def read_events(db, game: str, rid: int) -> list[dict]:
     return found
 
 
-def atom(title: str, self_url: str, alternate: str, found: list[dict], server: str) -> bytes:
-    """The Atom document of ``found``, newest first, at most MAX_ENTRIES."""
+def atom(title: str, self_url: str, alternate: str, found: list[dict], server: str, server_url: str) -> bytes:
+    """The Atom document of ``found``, newest first, at most MAX_ENTRIES. ``server`` names this
+    server in the entries' ids (never the Host header a request sent, so that ids stay the same for
+    every reader); ``server_url`` is the root the entries' relative links are read from."""
     ET.register_namespace("", ATOM)
     found = sorted(found, key=lambda e: atom_time(e["at"]), reverse=True)[:MAX_ENTRIES]
     root = ET.Element(f"{{{ATOM}}}feed")
@@ -119,14 +133,25 @@ def atom(title: str, self_url: str, alternate: str, found: list[dict], server: s
         _text(entry, "id", f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, key)}")
         _text(entry, "title", event["title"])
         _text(entry, "updated", atom_time(event["at"]))
-        ET.SubElement(entry, f"{{{ATOM}}}link", rel="alternate", type="text/html", href=event["link"])
+        href = server_url.rstrip("/") + event["link"]  # cached relative, made absolute for this request
+        ET.SubElement(entry, f"{{{ATOM}}}link", rel="alternate", type="text/html", href=href)
         ET.SubElement(entry, f"{{{ATOM}}}category", term=event["kind"])
         _text(entry, "summary", event["summary"])
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
+# What XML 1.0 cannot carry (control characters, lone surrogates, U+FFFE and U+FFFF): an uploader's
+# name may hold such a character, and the whole feed would then be unreadable.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
 def _text(parent: ET.Element, tag: str, text: str) -> None:
-    ET.SubElement(parent, f"{{{ATOM}}}{tag}").text = text
+    ET.SubElement(parent, f"{{{ATOM}}}{tag}").text = _NOT_XML.sub("\ufffd", text)
+
+
+def _server() -> str:
+    """This server's name in the entries' ids: its database file, the same whatever the Host header."""
+    return str(current_app.config["RUMBLE"]["DB"])
 
 
 @bp.get("/feed")
@@ -134,7 +159,8 @@ def all_feed() -> Response:
     """Every rumble's ladder events, newest first."""
     db = get_db()
     found = [event for game in sorted(current_app.extensions["rumble.rumbles"]) for event in events(db, game)]
-    body = atom("rumble: ladder events", request.base_url, url_for("pages.home", _external=True), found, request.host)
+    home = url_for("pages.home", _external=True)
+    body = atom("rumble: ladder events", request.base_url, home, found, _server(), request.host_url)
     return Response(body, mimetype="application/atom+xml")
 
 
@@ -143,5 +169,5 @@ def rumble_feed(game: str) -> Response:
     """One rumble's ladder events, newest first."""
     found = events(get_db(), game)
     alternate = url_for("pages.rankings", game=game, _external=True)
-    body = atom(f"rumble: {game} ladder events", request.base_url, alternate, found, request.host)
+    body = atom(f"rumble: {game} ladder events", request.base_url, alternate, found, _server(), request.host_url)
     return Response(body, mimetype="application/atom+xml")

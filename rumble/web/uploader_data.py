@@ -18,6 +18,7 @@ from rumble.store import Store, bots, export, read, uploader_battles
 # (database file, rumble id, what) -> (the rumble's log version, monotonic time computed, rows): per worker
 _TABLES: dict[tuple[str, int, str], tuple[tuple, float, list[dict]]] = {}
 _TABLES_LOCK = threading.Lock()
+_COMPUTING: dict[tuple[str, int, str], threading.Lock] = {}  # held by the thread computing that key
 
 
 def uploader_table(db: Store, rid: int) -> list[dict]:
@@ -39,13 +40,31 @@ def kept(db: Store, rid: int, what: str, compute: Callable[[], list[dict]]) -> l
     key = (current_app.config["RUMBLE"]["DB"], rid, what)
     with read(db):
         version = export.log_version(db, rid)
+
+    def usable(found: tuple) -> bool:
+        return found[0] == version or time.monotonic() - found[1] < max_age
+
     found = _TABLES.get(key)
-    if found is not None and (found[0] == version or time.monotonic() - found[1] < max_age):
+    if found is not None and usable(found):
         return copy.deepcopy(found[2])
-    rows = compute()
     with _TABLES_LOCK:
-        _TABLES[key] = (version, time.monotonic(), rows)
-    return copy.deepcopy(rows)
+        computing = _COMPUTING.setdefault(key, threading.Lock())
+    # One thread of a worker computes a key at a time: while it does, the others serve the rows kept
+    # before (or, with none kept yet, wait for its result), so a burst of requests costs one computation.
+    if found is not None and not computing.acquire(blocking=False):
+        return copy.deepcopy(found[2])
+    if found is None:
+        computing.acquire()
+    try:
+        found = _TABLES.get(key)
+        if found is not None and usable(found):  # computed by another thread while this one waited
+            return copy.deepcopy(found[2])
+        rows = compute()
+        with _TABLES_LOCK:
+            _TABLES[key] = (version, time.monotonic(), rows)
+        return copy.deepcopy(rows)
+    finally:
+        computing.release()
 
 
 def with_confirmation(db: Store, rid: int, page: dict) -> dict:

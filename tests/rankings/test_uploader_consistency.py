@@ -128,3 +128,14 @@ def test_simulated_rumble_flags_both_biased_uploaders_and_no_honest_one():
         [sys.executable, str(SCRIPT), "--seeds", "1"], capture_output=True, text=True, check=True, timeout=120
     )
     assert "seed  0: flagged biased, random\n" in answer.stdout
+
+
+def test_uploaders_that_agree_exactly_are_consistent_not_a_crash():
+    """Two uploaders report exactly 60 % for every pairing of 8 bots (a small or deterministic
+    rumble): every residual is 0, which once divided by a zero variance. Neither is flagged."""
+    bots = [f"b.B{i} 1.0" for i in range(8)]
+    shares = [Share(u, a, b, 60.0) for u in ("alice", "bob") for i, a in enumerate(bots) for b in bots[i + 1 :]]
+    verdicts = {v.uploader: v for v in uc.consistency(shares)}
+    assert set(verdicts) == {"alice", "bob"}
+    assert [v.flagged for v in verdicts.values()] == [False, False]
+    assert all(v.p is None or v.p >= 0.01 for v in verdicts.values())

@@ -69,3 +69,12 @@ def test_not_yet_says_about_how_many_more_battles():
     assert need == pytest.approx(math.log(19) ** 2)
     # 40 battles gave I = 1: 40 battles per unit of information, so about ceil(8.670·40) = 347 more
     assert outcome.more_battles == math.ceil(math.log(19) ** 2 * 40) == 347
+
+
+@pytest.mark.parametrize("drift", [0.0, 3e-10, 1e-9, 1e-7, 1e-5])
+def test_expected_information_near_no_drift_is_the_brownian_exit_time_not_a_cancellation(drift):
+    """From 0 between ±2.944 with δ = 1 (variance 1 per unit of information) and (almost) no drift,
+    Wald's expected information is −ab/σ² = 2.944² = 8.667136; the exact formula's cancellation
+    once gave −308.4 at a drift of 3e-10."""
+    found = version_test.expected_information(0.0, 2.944, -2.944, drift, 1.0)
+    assert found == pytest.approx(2.944**2, rel=1e-6)

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import battle
+from conftest import battle, post_upload
 from conftest import maintainer_token as _token
 
 from rumble import ingest, store
@@ -229,3 +229,59 @@ def test_the_uploader_table_is_kept_until_the_rumble_changed_and_it_is_old_enoug
     assert battles() == 1  # changed, but the kept table is younger than UPLOADERS_MAX_AGE_MINUTES (5)
     app.config["RUMBLE"]["UPLOADERS_MAX_AGE_MINUTES"] = 0
     assert battles() == 2  # changed, and any age is old enough now
+
+
+def test_an_uploader_name_xml_cannot_carry_leaves_the_feed_readable(client, upload):
+    """An uploader called "x\\ufffe" (U+FFFE passes the protocol's name check but XML 1.0 cannot
+    carry it) retires a bot: its retirement's summary names it, and the feed still parses, the
+    character replaced by U+FFFD."""
+    outcome, _ = post_upload(client, battle(uploader="x\ufffe"), environ_base={"REMOTE_ADDR": "10.9.9.9"})
+    assert outcome.kind is Kind.ACCEPTED
+    body = b"version=1&game=roborumble&name=sample.Corners_1.0&dummy=NA\n"
+    answer = client.post("/RemoveOldParticipant", data=body, environ_base={"REMOTE_ADDR": "10.9.9.9"})
+    assert answer.get_data(as_text=True) == "OK. sample.Corners 1.0 retired from roborumble\n"
+    summary = _entries(client, "/feed/roborumble")["sample.Corners 1.0 retired from roborumble"].find(f"{ATOM}summary")
+    assert "uploader x\ufffd" in summary.text and "\ufffe" not in summary.text
+
+
+def test_a_forged_host_header_does_not_reach_the_links_other_readers_get(client, upload, clock):
+    """The feed's events are kept per worker: the links in them must not carry the Host header of
+    whoever asked first."""
+    _rumble_with_a_cheat(upload, clock)
+    forged = client.get("/feed/roborumble", headers={"Host": "evil.example"})
+    assert forged.status_code == 200
+    links = [e.find(f"{ATOM}link").get("href") for e in _entries(client, "/feed/roborumble").values()]
+    assert links and all(link.startswith("http://localhost/") for link in links)
+
+
+def test_a_burst_of_requests_computes_a_kept_table_once(app):
+    """Eight requests at once for a table nobody has kept yet: one computes it, the others wait for
+    its rows instead of reading the whole log each (a stranger's burst costs one computation)."""
+    import threading
+    import time
+
+    from rumble.web import uploader_data
+
+    calls, results, start = [], [], threading.Barrier(8)
+
+    def compute() -> list[dict]:
+        calls.append(1)
+        time.sleep(0.3)
+        return [{"uploader": "u", "battles": len(calls)}]
+
+    def ask() -> None:
+        conn = store.connect(app.config["RUMBLE"]["DB"])
+        try:
+            with app.app_context():
+                rid = rumble_id(conn, "roborumble")
+                start.wait()
+                results.append(uploader_data.kept(conn, rid, "burst", compute))
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert (len(calls), results) == (1, [[{"uploader": "u", "battles": 1}]] * 8)
