@@ -14,21 +14,9 @@ from rumble.ratings.columns import STORED
 from rumble.store import Store, read
 from rumble.store.batch_runs import pairing_values
 from rumble.store.rumbles import by_survival
+from rumble.store.tables import SUMMARY_COLUMNS
 
 RATING_COLUMNS = STORED  # every rating's stored values (rumble.ratings.columns)
-SUMMARY_COLUMNS = (
-    "aps",
-    "aps_ci",
-    "pwin",
-    "pl",
-    "survival",
-    "pairings",
-    "battles",
-    "last_battle",
-    "wins",
-    "draws",
-    "losses",
-)
 PAIRING_ORDER = (
     "name",
     "aps",

@@ -23,8 +23,8 @@ RANKING_ORDER = {
     # a batch method sorts by its rank negated, so that "-schulze" (descending) puts the best first
     **{method: f"-k.{method}_rank" for method in BATCH_METHODS},
 }
-_SCORE_COLUMNS = (
-    "name",
+# A bot's summary as the rankings and its details page read it (summaries s), after its name.
+SUMMARY_COLUMNS = (
     "aps",
     "aps_ci",
     "pwin",
@@ -38,11 +38,12 @@ _SCORE_COLUMNS = (
     "losses",
 )
 RANKING_COLUMNS = (
-    *_SCORE_COLUMNS,
+    "name",
+    *SUMMARY_COLUMNS,
     *STORED,  # every rating's stored values (rumble.ratings.columns)
     *(f"{method}_{part}" for method in BATCH_METHODS for part in ("rank", "score")),
 )
-_RATED_AT = len(_SCORE_COLUMNS) + len(STORED)  # where the query reads ratings.rated_at (s since 1970)
+_RATED_AT = 1 + len(SUMMARY_COLUMNS) + len(STORED)  # where the query reads ratings.rated_at (s since 1970)
 # The batch_ranks rows of one rumble turned into one row per bot, a rank and a score column per method.
 _BATCH_PIVOT = ", ".join(
     f"max(CASE WHEN method = '{m}' THEN rank END) AS {m}_rank, max(CASE WHEN method = '{m}' THEN score END) AS {m}_score"

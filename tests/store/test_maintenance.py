@@ -114,7 +114,7 @@ def test_uploads_during_a_rebuild_end_equal_to_a_fresh_rebuild(app, client, uplo
     assert swapped == _fresh_rebuild(db)
     # The server's copy of the field reloads after the generation bump: later uploads still equal a rebuild.
     _season(upload, rng, 20, meanwhile.now - 200)
-    assert _remove(client, BOTS[7]).startswith("OK")
+    assert _remove(client, BOTS[7]) == f"OK. {BOTS[7]} retired from roborumble\n"
     after = _tables(db)
     assert after == _fresh_rebuild(db) and after != swapped
     db.close()
