@@ -66,6 +66,10 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     if threads < 1:
         raise click.ClickException(f"THREADS must be at least 1, not {threads}")
     connections = _connection_limit(threads)
+    from rumble import fields
+    from rumble.store import single_writer
+
+    writer = single_writer.start(values["DB"], values["SYNCHRONOUS"], ready=fields.preload_all)
     click.echo(f"rumble: serving http://{host}:{port}/ with {workers} workers of {threads} threads (Ctrl-C stops)")
 
     class Server(BaseApplication):
@@ -91,25 +95,31 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
         def load(self):  # in each worker: one of them wins the batch schedule (rumble.jobs)
             from rumble.jobs import start_scheduler
 
-            app = create_app(preload_fields=True)  # before the first request, so no upload waits for it
+            # The ratings copies are read before the first request, so that no upload or removal waits for it.
+            app = create_app(preload_fields=True)
+            app.extensions["rumble.writer"] = single_writer.Writer(writer.path)  # uploads' transactions
             app.extensions["rumble.schedule"] = start_scheduler(app.config["RUMBLE"])
             return app
 
-    Server().run()
+    try:
+        Server().run()
+    finally:
+        single_writer.stop(writer)
 
 
 def _connection_limit(threads: int, wanted: int = 1000) -> int:
     """Connections one worker holds at most (gunicorn's worker_connections, 1000 by default), within
     the open-files limit, which is first raised to its hard limit: an ``accept`` past that limit
-    would fail and end the worker. Each thread's SQLite connection takes about 4 files."""
+    would fail and end the worker. Each thread's SQLite connection takes about 4 files, and its
+    connection to the writer process (rumble.store.single_writer) one more."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = wanted + 4 * threads + 100
+    target = wanted + 5 * threads + 100
     if soft != resource.RLIM_INFINITY and soft < target:
         soft = target if hard == resource.RLIM_INFINITY else min(target, hard)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     if soft == resource.RLIM_INFINITY:
         return wanted
-    return max(threads + 16, min(wanted, soft - 4 * threads - 100))
+    return max(threads + 16, min(wanted, soft - 5 * threads - 100))
 
 
 def _log_to_stderr(level: int) -> None:

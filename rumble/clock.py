@@ -35,5 +35,12 @@ class Clock:
         with self._lock:
             self._offset += step
 
+    def __getstate__(self) -> dict:  # a copy (for another process: rumble.store.single_writer) keeps the offset
+        return {"_offset": self._offset}
+
+    def __setstate__(self, state: dict) -> None:
+        self._offset = state["_offset"]
+        self._lock = threading.Lock()
+
     def __repr__(self) -> str:
         return f"Clock(offset={self._offset})"

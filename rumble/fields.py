@@ -77,6 +77,14 @@ def preload(db: Store, rumble_id: int) -> None:
             db.shared[_key(rumble_id)] = load(db, rumble_id)
 
 
+def preload_all(db: Store) -> None:
+    """``preload`` every rumble that has participants (a server process about to take uploads)."""
+    from rumble.store.rumbles import rumbles_with_participants
+
+    for rumble_id in rumbles_with_participants(db):  # not rumble_rows: it counts the whole log
+        preload(db, rumble_id)
+
+
 def _is_current(db: Store, rumble_id: int) -> bool:
     copy = db.shared.get(_key(rumble_id))
     return copy is not None and copy.seen[2] == rating_rows.generation(db, rumble_id)

@@ -22,7 +22,7 @@ def refusal(db: Store, battle: Battle, since: str, new_bots_per_hour: int, max_p
     transaction, so that two workers cannot both take the last place.
     """
     names = list(dict.fromkeys((battle.first.name, battle.second.name)))
-    known = {name: bots.find_bot(db, name) for name in names}
+    known = {name: bots.find_bot_in_write(db, name) for name in names}
     unknown = [name for name, found in known.items() if found is None]
     if unknown:
         made = bots.new_bots_since(db, battle.remote_addr, since)
@@ -32,9 +32,7 @@ def refusal(db: Store, battle: Battle, since: str, new_bots_per_hour: int, max_p
                 f"{unknown[0]} is not added"
             )
     rumble_id = known_rumble_id(db, battle.game)
-    joining = [
-        name for name, found in known.items() if found is None or bots.participant_state(db, rumble_id, found) is None
-    ]
+    joining = [name for name, found in known.items() if found is None or not bots.is_participant(db, rumble_id, found)]
     if joining:
         count = bots.participant_count(db, rumble_id)
         if count + len(joining) > max_participants:

@@ -29,7 +29,7 @@ from rumble.store import (
     priority_queue,
     rating_rows,
 )
-from rumble.store.confirmation_queue import pop_for_uploader  # issue 14: unconfirmed pairings
+from rumble.store.confirmation_queue import hand_out  # issue 14: unconfirmed pairings go to another uploader first
 from rumble.store.rumbles import by_survival, known_rumble_id
 
 MISSING_DRAWN = 4  # missing pairings read per pair of a batch: a wider window to draw from, and room for a melee cap
@@ -211,8 +211,7 @@ def next_priority_battle(
     ``uploader`` gets first a waiting pairing only another uploader has played (rumble.store.confirmation_queue)."""
     rumble_id = known_rumble_id(db, game)
     now = format_time(now_dt)
-    found = pop_for_uploader(db, rumble_id, uploader, now) if uploader is not None else None
-    found = found or priority_queue.pop_waiting(db, rumble_id, now)
+    found = _pop(db, rumble_id, uploader, now)
     if found is not None:
         return found
     forgotten = priority_queue.forget_handed_out(db, rumble_id, format_time(now_dt - timedelta(minutes=hold_minutes)))
@@ -226,8 +225,13 @@ def next_priority_battle(
         return None
     priority_queue.enqueue(db, rumble_id, pairs, now)
     missing_pairings.drop_pairs(db, rumble_id, [(a, b) for a, b, _ in pairs])  # held now, until forgotten
-    found = pop_for_uploader(db, rumble_id, uploader, now) if uploader is not None else None
-    return found or priority_queue.pop_waiting(db, rumble_id, now)
+    return _pop(db, rumble_id, uploader, now)
+
+
+def _pop(db: Store, rumble_id: int, uploader: str | None, now: str) -> tuple[str, str] | None:
+    return (
+        priority_queue.pop_waiting(db, rumble_id, now) if uploader is None else hand_out(db, rumble_id, uploader, now)
+    )
 
 
 def _choose_batch(

@@ -126,7 +126,7 @@ def group_members(group: int) -> list[int]:
 
 
 def kill(server: Server) -> list[int]:
-    """kill -9 of the master and all its workers at once; returns the pids killed."""
+    """kill -9 of the master, all its workers and the writer process at once; returns the pids killed."""
     pids = group_members(server.process.pid)
     os.killpg(server.process.pid, signal.SIGKILL)
     server.process.wait()

@@ -184,6 +184,11 @@ def checkpoint_if_due(db: Store) -> None:
     if db.commits_since_checkpoint < CHECKPOINT_EVERY:
         return
     db.commits_since_checkpoint = 0
+    checkpoint(db)
+
+
+def checkpoint(db: Store) -> None:
+    """Copy the WAL back into the database file, as ``checkpoint_if_due`` says, now."""
     try:
         db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         with file_lock(db):

@@ -33,6 +33,13 @@ def find_bot(db: Store, name: str) -> int | None:
     return row[0] if row else None
 
 
+def find_bot_in_write(db: Store, name: str) -> int | None:
+    """``find_bot`` inside a write transaction, from the ids ``bot_id`` remembers when it can: a
+    bot's row is never deleted, and ``store.write`` forgets them after a rollback or a restore."""
+    found = db._cache.get("bot_ids", {}).get(name)
+    return found if found is not None else find_bot(db, name)
+
+
 def new_bots_since(db: Store, remote_addr: str | None, since: str) -> int:
     """The bots first named by uploads from ``remote_addr`` at or after ``since`` (migration 0013)."""
     sql = "SELECT count(*) FROM bot_origins WHERE remote_addr IS ? AND created_at >= ?"
@@ -48,6 +55,18 @@ def participant_state(db: Store, rumble_id: int, bot: int) -> bool | None:
     """True if the bot is an active participant, False if retired, None if never seen here."""
     row = db.execute("SELECT active FROM participants WHERE rumble_id = ? AND bot_id = ?", (rumble_id, bot)).fetchone()
     return None if row is None else bool(row[0])
+
+
+def is_participant(db: Store, rumble_id: int, bot: int) -> bool:
+    """Whether the bot ever took part in the rumble (active or retired); call inside a write
+    transaction. A participant's row is never deleted, so a yes is remembered, like ``bot_id``'s ids."""
+    known = db._cache.setdefault("participants", set())
+    if (rumble_id, bot) in known:
+        return True
+    if participant_state(db, rumble_id, bot) is None:
+        return False
+    known.add((rumble_id, bot))
+    return True
 
 
 def add_participant(db: Store, rumble_id: int, bot: int, now: str) -> None:

@@ -12,33 +12,61 @@ and the queue then goes on as before. Unconfirmed pairings reach the queue as th
 
 from __future__ import annotations
 
-from rumble.store import Store
-from rumble.store.uploader_battles import sole_uploader
+from rumble.store import Store, priority_queue
+from rumble.store.uploader_battles import pair_sole_uploaders
 
 SCAN = 64  # waiting entries looked at per hand-out (the queue holds PRIORITY_BATCH, 8 by default)
+
+
+def hand_out(db: Store, rumble_id: int, uploader: str, now: str) -> tuple[str, str] | None:
+    """The next waiting pair for ``uploader``: the one ``pop_for_uploader`` prefers, else the
+    queue's oldest (``priority_queue.pop_waiting``); its names, marked handed out. In one read
+    of the waiting entries and one write, which is what every upload asks."""
+    rows = _waiting(db, rumble_id)
+    chosen = _preferred(db, rumble_id, uploader, rows)
+    if chosen is not None:
+        _mark(db, [chosen[0]], now)
+        return chosen[3], chosen[4]
+    oldest = next((row for row in rows if row[5]), None)
+    if oldest is None:  # none waiting, or only pairs with a retired bot here: the queue's own way
+        return priority_queue.pop_waiting(db, rumble_id, now) if rows else None
+    # As pop_waiting does: the older entries (a bot of theirs retired) go as handed out.
+    _mark(db, [row[0] for row in rows if row[0] <= oldest[0]], now)
+    return oldest[3], oldest[4]
 
 
 def pop_for_uploader(db: Store, rumble_id: int, uploader: str, now: str) -> tuple[str, str] | None:
     """Hand ``uploader`` a waiting pair another uploader alone has played, else one that is not its
     own unconfirmed pairing, else None; the pair's names, marked handed out."""
-    rows = db.execute(
-        "SELECT q.id, q.bot_id, q.opponent_id, a.full_name, b.full_name FROM priority_battles q "
-        "JOIN bots a ON a.id = q.bot_id JOIN bots b ON b.id = q.opponent_id "
-        "JOIN participants pa ON pa.rumble_id = q.rumble_id AND pa.bot_id = q.bot_id AND pa.active = 1 "
-        "JOIN participants pb ON pb.rumble_id = q.rumble_id AND pb.bot_id = q.opponent_id AND pb.active = 1 "
+    chosen = _preferred(db, rumble_id, uploader, _waiting(db, rumble_id))
+    if chosen is None:
+        return None
+    _mark(db, [chosen[0]], now)
+    return chosen[3], chosen[4]
+
+
+def _waiting(db: Store, rumble_id: int) -> list[tuple]:
+    """The oldest SCAN waiting entries: (id, a, b, a's name, b's name, both bots active)."""
+    return db.execute(
+        "SELECT q.id, q.bot_id, q.opponent_id, a.full_name, b.full_name, pa.active AND pb.active "
+        "FROM priority_battles q JOIN bots a ON a.id = q.bot_id JOIN bots b ON b.id = q.opponent_id "
+        "JOIN participants pa ON pa.rumble_id = q.rumble_id AND pa.bot_id = q.bot_id "
+        "JOIN participants pb ON pb.rumble_id = q.rumble_id AND pb.bot_id = q.opponent_id "
         "WHERE q.rumble_id = ? AND q.handed_out_at IS NULL ORDER BY q.id LIMIT ?",
         (rumble_id, SCAN),
     ).fetchall()
-    chosen, soles = None, []
-    for row in rows:  # one pairing at a time: the first one another uploader alone played ends the look
-        sole = sole_uploader(db, rumble_id, row[1], row[2])
-        if sole is not None and sole != uploader:
-            chosen = row
-            break
-        soles.append((row, sole))
-    if chosen is None and any(sole == uploader for _, sole in soles):
-        chosen = next((row for row, sole in soles if sole != uploader), None)
-    if chosen is None:
-        return None
-    db.execute("UPDATE priority_battles SET handed_out_at = ? WHERE id = ?", (now, chosen[0]))
-    return chosen[3], chosen[4]
+
+
+def _preferred(db: Store, rumble_id: int, uploader: str, rows: list[tuple]) -> tuple | None:
+    """Of the waiting entries with both bots active: the first one another uploader alone has
+    played, else (if some are this uploader's own unconfirmed pairings) the first that is not."""
+    live = [row for row in rows if row[5]]
+    soles = pair_sole_uploaders(db, rumble_id, [(row[1], row[2]) for row in live])
+    chosen = next((row for row in live if soles.get((row[1], row[2])) not in (None, uploader)), None)
+    if chosen is None and any(soles.get((row[1], row[2])) == uploader for row in live):
+        chosen = next((row for row in live if soles.get((row[1], row[2])) != uploader), None)
+    return chosen
+
+
+def _mark(db: Store, ids: list[int], now: str) -> None:
+    db.execute(f"UPDATE priority_battles SET handed_out_at = ? WHERE id IN ({', '.join('?' * len(ids))})", (now, *ids))

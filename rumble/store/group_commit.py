@@ -32,7 +32,9 @@ T = TypeVar("T")
 
 
 @dataclass
-class _Work(Generic[T]):
+class Work(Generic[T]):
+    """One write transaction's work and, once its group is done, its result or its error."""
+
     apply: Callable[[Store], T]
     done: bool = False
     result: Any = None
@@ -44,14 +46,14 @@ class Group:
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
-        self._waiting: list[_Work] = []
+        self._waiting: list[Work] = []
         self._leading = False
         self.transactions = 0  # applied by this process, and the works in them: group sizes for benchmarks
         self.works = 0
 
     def run(self, db: Store, apply: Callable[[Store], T]) -> T:
         """``apply(connection)`` inside a committed write transaction; its result once committed."""
-        work: _Work[T] = _Work(apply)
+        work: Work[T] = Work(apply)
         with self._changed:
             self._waiting.append(work)
             while self._leading and not work.done:
@@ -61,7 +63,7 @@ class Group:
                 group, self._waiting = self._waiting, []
         if not work.done:
             try:
-                _apply_group(db, group)
+                apply_group(db, group)
             finally:
                 with self._changed:
                     self._leading = False
@@ -73,8 +75,9 @@ class Group:
         return work.result
 
 
-def _apply_group(db: Store, group: list[_Work]) -> None:
-    """Apply each work in a savepoint of its own, all in one transaction; mark every one done."""
+def apply_group(db: Store, group: list[Work]) -> None:
+    """Apply each work in a savepoint of its own, all in one transaction; mark every one done.
+    Raises the transaction's error if it failed as a whole (then every work has it as its error)."""
     try:
         with write(db):
             for work in group:

@@ -61,6 +61,28 @@ def sole_uploader(db: Store, rumble_id: int, a: int, b: int) -> str | None:
     return row[0] if row and row[0] is not None and row[0] == row[1] else None
 
 
+def pair_sole_uploaders(db: Store, rumble_id: int, pairs: list[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """``sole_uploader`` of each of ``pairs`` in one query: pairs with one uploader only, to it."""
+    if not pairs:
+        return {}
+    found: dict[tuple[int, int], str] = {}
+    for start in range(0, len(pairs), 400):  # within SQLite's limit on bound parameters
+        chunk = pairs[start : start + 400]
+        values = ", ".join("(?, ?)" for _ in chunk)
+        # Each order of a pair probes battles_by_pairing on its own (see sole_uploader).
+        rows = db.execute(
+            f"WITH p(a, b) AS (VALUES {values}) SELECT a, b, min(uploader), max(uploader) FROM ("
+            "  SELECT p.a, p.b, x.uploader FROM p JOIN battles x ON x.rumble_id = ? AND x.first_bot_id = p.a "
+            "  AND x.second_bot_id = p.b WHERE x.state = 'ok' UNION ALL "
+            "  SELECT p.a, p.b, x.uploader FROM p JOIN battles x ON x.rumble_id = ? AND x.first_bot_id = p.b "
+            "  AND x.second_bot_id = p.a WHERE x.state = 'ok'"
+            ") GROUP BY a, b",
+            (*(value for pair in chunk for value in pair), rumble_id, rumble_id),
+        ).fetchall()
+        found.update({(a, b): low for a, b, low, high in rows if low == high})
+    return found
+
+
 def last_upload(db: Store, rumble_id: int, uploader: str) -> str | None:
     """The receive time of ``uploader``'s latest battle in the rumble (from ``upload_counts``)."""
     row = db.execute(

@@ -51,9 +51,6 @@ def close_thread_db() -> None:
 def preload_fields(app) -> None:
     """Read every rumble with participants into this worker's in-memory copy (rumble.fields)."""
     from rumble import fields
-    from rumble.store.rumbles import rumbles_with_participants
 
     with app.app_context():
-        db = get_db()
-        for rumble_id in rumbles_with_participants(db):  # not rumble_rows: it counts the whole log
-            fields.preload(db, rumble_id)
+        fields.preload_all(get_db())

@@ -89,11 +89,34 @@ def _receive(db, moment: datetime) -> UploadOutcome:
     suspicion = plausibility.suspicion(battle)  # logged but held for review: rumble/plausibility.py
     if suspicion is not None:
         battle = replace(battle, state="flagged")
-    fields.preload(db, known_rumble_id(db, battle.game))  # a worker's first upload reads the rumble outside the lock
-    # Applied in a transaction shared with this worker's other uploads waiting for the write lock
+    # Applied in a transaction shared with the other uploads waiting for the write lock, by the
+    # server's writer process (rumble.store.single_writer) or else by this worker
     # (rumble.store.group_commit); answered only once it is committed.
-    work = partial(_store, battle, suspicion, rumble, settings, clock(), request.remote_addr)
+    work = partial(_store, battle, suspicion, rumble, _store_settings(settings), clock(), request.remote_addr)
+    prepare = partial(_prepare, battle.game)
+    writer = current_app.extensions.get("rumble.writer")
+    if writer is not None:
+        return writer.run(db, work, prepare)
+    prepare(db)
     return run_in_group(db, work)
+
+
+STORE_SETTINGS = (
+    "NEW_BOTS_PER_HOUR",
+    "MAX_PARTICIPANTS",
+    "PRIORITY_BATCH",
+    "PRIORITY_MIN_BATTLES",
+    "PRIORITY_HOLD_MINUTES",
+)  # what ``_store`` reads of the settings: sent with each upload to the writer process
+
+
+def _store_settings(settings: dict) -> dict:
+    return {name: settings[name] for name in STORE_SETTINGS}
+
+
+def _prepare(game: str, db: Store) -> None:
+    """Before the write lock: a process's first upload to a rumble reads its ratings copy (rumble.fields)."""
+    fields.preload(db, known_rumble_id(db, game))
 
 
 def _store(

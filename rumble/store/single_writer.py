@@ -1,0 +1,309 @@
+"""One writer process for a server's uploads: the workers send it their write transactions'
+work; it applies them in groups, in one transaction per group (rumble.store.group_commit), and
+answers each once its group is committed.
+
+Why a process of its own: every upload needs the database's write lock, so the uploads of all
+workers are applied one after the other whatever the number of workers. When a worker applies
+them itself, its other threads (reading and answering HTTP requests) share its interpreter lock
+with the thread holding the write lock, and the other worker waits for that lock: the locked work
+of one upload is stretched by the HTTP work of others, and the two workers mostly take turns.
+Here the locked work runs in a process that does nothing else, on one core, while the workers
+do the HTTP work on the other, and a group gathers the waiting uploads of every worker, not of
+one. It also keeps the one in-memory ratings copy (rumble.fields) that uploads use, so no copy
+has to be caught up with another worker's battles.
+
+``rumble serve`` starts it (``start``) before its workers; each worker reaches it through a
+``Writer`` (``rumble.web.client`` uses it when the app has one). A work is a picklable callable
+of the connection (a module-level function, maybe in a ``functools.partial``), sent with a
+``prepare`` callable run outside the write lock first; the answer is the work's result or the
+exception it raised, pickled back. The socket lives in a directory only this user can enter, and
+only the server's own processes connect to it, so what comes through it is trusted like the
+server's own code. Should the process be gone (it ends with the server, or if it crashed), a
+worker applies its uploads itself as before (``run_in_group``): uploads keep flowing, only slower.
+
+Writes other than uploads (admin actions, RemoveOldParticipant, the batch jobs, the CLI) still
+take the write lock themselves: the writer holds it only while it applies a group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import selectors
+import shutil
+import signal
+import socket
+import struct
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from rumble.store import CHECKPOINT_EVERY, Store, checkpoint, connect
+from rumble.store.group_commit import Work, apply_group, run_in_group
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+HEADER = struct.Struct(">I")  # each message: its length, then a pickle
+ANSWER_TIMEOUT_SECONDS = 120.0  # a group waits for the write lock at most SQLite's busy timeout (30 s) per try
+PARENT_CHECK_SECONDS = 1.0  # how often the writer looks whether the server that started it is still there
+MAX_MESSAGE_BYTES = 1 << 20  # an upload's work is a few hundred bytes; anything larger is not from a worker
+
+
+@dataclass(frozen=True)
+class Started:
+    """A running writer process and the socket the workers reach it on."""
+
+    pid: int
+    owner: int  # the process that started it (``rumble serve``'s arbiter)
+    path: str
+
+
+def start(db_path: str, synchronous: str, ready: Callable[[Store], None] | None = None) -> Started:
+    """Fork the writer process for the database at ``db_path``; it ends when this process does.
+    ``ready(connection)`` runs in it before it takes uploads (reading the ratings copies)."""
+    directory = tempfile.mkdtemp(prefix="rumble-writer-")  # mode 0700: only this user can reach the socket
+    path = os.path.join(directory, "writer.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(256)
+    parent = os.getpid()
+    pid = os.fork()  # not multiprocessing: its exit handlers would run in every gunicorn worker forked later
+    if pid == 0:  # the writer: the compiled rating code is already loaded
+        code = 0
+        try:
+            _serve(listener, db_path, synchronous, parent, ready)
+        except BaseException:
+            log.exception("the writer process failed; the workers apply uploads themselves")
+            code = 1
+        finally:
+            os._exit(code)  # never back into the caller's code (click, gunicorn)
+    listener.close()  # the child has its own copy
+    return Started(pid, parent, path)
+
+
+def stop(started: Started) -> None:
+    """End the writer process and remove its socket's directory (in the process that started it
+    only: a gunicorn worker, forked from it, leaves through the same code)."""
+    if os.getpid() != started.owner:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(started.pid, signal.SIGTERM)
+    with contextlib.suppress(ChildProcessError):  # gunicorn may have collected it already
+        os.waitpid(started.pid, 0)
+    shutil.rmtree(os.path.dirname(started.path), ignore_errors=True)
+
+
+# --- the writer process ----------------------------------------------------------------------
+
+
+def _serve(
+    listener: socket.socket, db_path: str, synchronous: str, parent: int, ready: Callable[[Store], None] | None
+) -> None:
+    """The writer's loop: read whole requests from every worker's connections, apply all that are
+    waiting as one group, answer each; end when the server that started it is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, and the server this process
+    db = connect(db_path, synchronous, migrate=False, autocheckpoint=False)
+    if ready is not None:
+        ready(db)
+    checkpoints = _Checkpoints(db_path, synchronous)
+    selector = selectors.DefaultSelector()
+    listener.setblocking(False)
+    selector.register(listener, selectors.EVENT_READ)
+    buffers: dict[socket.socket, bytearray] = {}
+    while os.getppid() == parent:
+        waiting: list[tuple[socket.socket, Any]] = []
+        for key, _ in selector.select(PARENT_CHECK_SECONDS):
+            found = key.fileobj
+            assert isinstance(found, socket.socket)
+            if found is listener:  # new connections have usually sent their first request already
+                for conn in _accept(listener, selector, buffers):
+                    waiting += _read(conn, selector, buffers)
+            else:
+                waiting += _read(found, selector, buffers)
+        if waiting:
+            _apply(db, waiting)
+            if db.commits_since_checkpoint >= CHECKPOINT_EVERY:
+                db.commits_since_checkpoint = 0
+                checkpoints.due.set()
+
+
+def _accept(listener: socket.socket, selector: selectors.BaseSelector, buffers: dict) -> list[socket.socket]:
+    """Every connection waiting to be accepted (a worker's threads connect when first used)."""
+    found: list[socket.socket] = []
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except BlockingIOError:
+            return found
+        conn.setblocking(False)
+        selector.register(conn, selectors.EVENT_READ)
+        buffers[conn] = bytearray()
+        found.append(conn)
+
+
+def _read(conn: socket.socket, selector: selectors.BaseSelector, buffers: dict) -> list[tuple[socket.socket, Any]]:
+    """The whole requests that have arrived on ``conn``; a closed or misbehaving connection is dropped."""
+    try:
+        data = conn.recv(65536)
+    except BlockingIOError:
+        return []
+    except OSError:
+        data = b""
+    buffer = buffers[conn]
+    buffer += data
+    found = []
+    while len(buffer) >= HEADER.size:
+        (size,) = HEADER.unpack_from(buffer)
+        if size > MAX_MESSAGE_BYTES or len(buffer) < HEADER.size + size:
+            break
+        found.append((conn, bytes(buffer[HEADER.size : HEADER.size + size])))
+        del buffer[: HEADER.size + size]
+    if not data or (len(buffer) >= HEADER.size and HEADER.unpack_from(buffer)[0] > MAX_MESSAGE_BYTES):
+        selector.unregister(conn)
+        del buffers[conn]
+        conn.close()
+    return found
+
+
+def _apply(db: Store, waiting: list[tuple[socket.socket, Any]]) -> None:
+    """Apply the waiting requests as one group and answer each on its connection."""
+    works: list[Work] = []
+    prepared: set[bytes] = set()
+    for _, message in waiting:
+        try:
+            prepare, apply = pickle.loads(message)
+            if prepare not in prepared:  # once per group: uploads to one rumble all ask the same
+                pickle.loads(prepare)(db)  # outside the write lock: e.g. reading a rumble's ratings copy
+                prepared.add(prepare)
+            works.append(Work(pickle.loads(apply)))
+        except Exception as error:  # answered as that work's failure; the others go on
+            work = Work(_unreachable)
+            work.done, work.error = True, error
+            works.append(work)
+    try:
+        apply_group(db, [work for work in works if not work.done])
+    except Exception:
+        log.exception("a group of uploads failed as a whole; each is answered with the error")
+    for (conn, _), work in zip(waiting, works, strict=True):
+        _answer(conn, work)
+
+
+def _unreachable(db: Store) -> None:
+    raise AssertionError("a work that could not be read is never applied")
+
+
+def _answer(conn: socket.socket, work: Work) -> None:
+    try:
+        payload = pickle.dumps((work.error is None, work.result if work.error is None else work.error))
+    except Exception as error:  # an exception that cannot be pickled: say what it was
+        payload = pickle.dumps((False, RuntimeError(f"{type(work.error or error).__name__}: {work.error or error}")))
+    data = HEADER.pack(len(payload)) + payload
+    try:
+        sent = conn.send(data)  # a worker reads its answer at once: it fits the socket's buffer
+        if sent < len(data):  # it did not: wait for the rest, never longer than a worker would
+            conn.settimeout(ANSWER_TIMEOUT_SECONDS)
+            conn.sendall(data[sent:])
+            conn.setblocking(False)
+    except OSError:
+        pass  # the worker went away, or took too long (its connection is dropped at its next read)
+
+
+class _Checkpoints:
+    """A thread of the writer process that copies the WAL back into the database when asked, on
+    a connection of its own, so that uploads are applied meanwhile (``rumble.store.checkpoint``)."""
+
+    def __init__(self, db_path: str, synchronous: str) -> None:
+        self.due = threading.Event()
+        self._path, self._synchronous = db_path, synchronous
+        threading.Thread(target=self._run, name="rumble-checkpoints", daemon=True).start()
+
+    def _run(self) -> None:
+        db = connect(self._path, self._synchronous, migrate=False, autocheckpoint=False)
+        while True:
+            self.due.wait()
+            self.due.clear()
+            checkpoint(db)
+
+
+# --- a worker's side -------------------------------------------------------------------------
+
+
+class Writer:
+    """A worker's way to the writer process: one connection per thread, opened when first used."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._gone = False
+
+    def run(self, db: Store, apply: Callable[[Store], T], prepare: Callable[[Store], Any]) -> T:
+        """``apply(connection)`` in a committed write transaction of the writer process; its result,
+        or the exception it raised. Without a writer (gone, or never reached), on ``db`` here."""
+        conn = None if self._gone else self._connection()
+        if conn is not None:
+            message = pickle.dumps((pickle.dumps(prepare), pickle.dumps(apply)))  # equal preparations run once
+            try:
+                conn.sendall(HEADER.pack(len(message)) + message)
+            except OSError:
+                self._drop(conn)
+                conn = None
+        if conn is None:  # nothing was sent: applying it here cannot apply it twice
+            prepare(db)
+            return run_in_group(db, apply)
+        try:
+            ok, value = pickle.loads(_receive(conn))
+        except (OSError, EOFError, pickle.UnpicklingError) as error:
+            # Sent, but no answer: it may or may not be committed. A server fault, not a refusal:
+            # the client sends the battle again, and a stored one is then recognised as a repeat.
+            self._drop(conn)
+            raise RuntimeError("the writer process did not answer") from error
+        if not ok:
+            raise value
+        return value
+
+    def close(self) -> None:
+        """Close this thread's connection to the writer process (the next ``run`` opens another)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "pid", None) == os.getpid():
+            self._drop(conn)
+
+    def _connection(self) -> socket.socket | None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "pid", None) == os.getpid():
+            return conn
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(ANSWER_TIMEOUT_SECONDS)
+        try:
+            conn.connect(self.path)
+        except OSError:
+            conn.close()
+            if not self._gone:
+                log.error("the writer process at %s cannot be reached; this worker applies uploads itself", self.path)
+            self._gone = True
+            return None
+        self._local.conn, self._local.pid = conn, os.getpid()
+        return conn
+
+    def _drop(self, conn: socket.socket) -> None:
+        conn.close()
+        self._local.conn = None
+
+
+def _receive(conn: socket.socket) -> bytes:
+    header = _exactly(conn, HEADER.size)
+    return _exactly(conn, HEADER.unpack(header)[0])
+
+
+def _exactly(conn: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            raise EOFError("the writer process closed the connection")
+        data += chunk
+    return bytes(data)

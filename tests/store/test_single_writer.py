@@ -1,0 +1,140 @@
+"""The writer process (rumble/store/single_writer.py) on a real database file: a work sent to it
+is applied in a committed transaction and its result or its exception comes back; works sent
+together while the write lock is taken go in one transaction; without the process, a worker
+applies its work itself; and the process ends with the one that started it."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import threading
+import time
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from rumble import store
+from rumble.store import admin_settings, single_writer
+from tests.e2e.test_group_commit import _commits  # transactions counted in the WAL file
+
+
+def _put(name: str, value: int, db: store.Store) -> int:
+    """A work: one setting written (admin_settings, which any test database has), and the pid that wrote it."""
+    admin_settings.put_override(db, "test", name, value, "2000-01-01 00:00:00.000", "test")
+    return os.getpid()
+
+
+def _fail_after_writing(name: str, db: store.Store) -> None:
+    admin_settings.put_override(db, "test", name, 1, "2000-01-01 00:00:00.000", "test")
+    raise ValueError(f"no {name} for you")
+
+
+def _nothing(db: store.Store) -> None:
+    return None
+
+
+def _settings(path: Path) -> dict:
+    db = store.connect(path, migrate=False)
+    try:
+        return {name: value for (scope, name), value in admin_settings.all_overrides(db).items() if scope == "test"}
+    finally:
+        db.close()
+
+
+@pytest.fixture
+def writer(tmp_path):
+    path = tmp_path / "rumble.db"
+    store.connect(path).close()  # created and migrated
+    started = single_writer.start(str(path), "NORMAL")
+    yield path, started
+    single_writer.stop(started)
+
+
+def test_a_work_is_applied_by_the_writer_process_and_committed(writer):
+    path, started = writer
+    db = store.connect(path, migrate=False)
+    to_writer = single_writer.Writer(started.path)
+    applied_by = to_writer.run(db, partial(_put, "alpha", 7), _nothing)
+    to_writer.close()
+    db.close()
+    assert applied_by == started.pid != os.getpid()
+    assert _settings(path) == {"alpha": 7}
+
+
+def test_a_failing_work_raises_its_own_error_here_and_leaves_nothing(writer):
+    path, started = writer
+    db = store.connect(path, migrate=False)
+    to_writer = single_writer.Writer(started.path)
+    with pytest.raises(ValueError, match="^no beta for you$"):
+        to_writer.run(db, partial(_fail_after_writing, "beta"), _nothing)
+    assert _settings(path) == {}
+    assert to_writer.run(db, partial(_put, "gamma", 3), _nothing) == started.pid  # and it goes on
+    to_writer.close()
+    db.close()
+    assert _settings(path) == {"gamma": 3}
+
+
+def test_works_waiting_for_the_lock_go_in_one_transaction(writer):
+    path, started = writer
+    to_writer = single_writer.Writer(started.path)
+    results: dict[int, int] = {}
+
+    def send(k: int) -> None:
+        db = store.connect(path, migrate=False)
+        try:
+            results[k] = to_writer.run(db, partial(_put, f"w{k}", k), _nothing)
+        finally:
+            to_writer.close()
+            db.close()
+
+    with open(str(path) + ".lock", "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # the writer's first group waits for it, the others queue
+        threads = [threading.Thread(target=send, args=(k,)) for k in range(6)]
+        for thread in threads:
+            thread.start()
+        time.sleep(1.0)
+        assert results == {}  # nothing answered before its commit
+        before = _commits(Path(str(path) + "-wal"))
+        fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    for thread in threads:
+        thread.join(30)
+    assert results == {k: started.pid for k in range(6)}
+    assert _settings(path) == {f"w{k}": k for k in range(6)}
+    assert _commits(Path(str(path) + "-wal")) - before == 2  # the first work's group, then all the others
+
+
+def test_without_the_writer_process_a_work_is_applied_here(tmp_path):
+    path = tmp_path / "rumble.db"
+    db = store.connect(path)
+    prepared = []
+    to_writer = single_writer.Writer(str(tmp_path / "no-such.sock"))
+    assert to_writer.run(db, partial(_put, "delta", 4), prepared.append) == os.getpid()
+    db.close()
+    assert prepared == [db] and _settings(path) == {"delta": 4}
+
+
+def test_the_writer_process_ends_when_the_process_that_started_it_is_gone(tmp_path):
+    path = tmp_path / "rumble.db"
+    store.connect(path).close()
+    code = (
+        "import sys, os; from rumble.store import single_writer; "
+        f"started = single_writer.start({str(path)!r}, 'NORMAL'); print(started.pid, flush=True); os._exit(0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    pid = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie nobody collected yet counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
