@@ -95,6 +95,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
         def load(self):  # in each worker: one of them wins the batch schedule (rumble.jobs)
             from rumble.jobs import start_scheduler
 
+            single_writer.yield_cpu_to_writer()
             # The ratings copies are read before the first request, so that no upload or removal waits for it.
             app = create_app(preload_fields=True)
             app.extensions["rumble.writer"] = single_writer.Writer(writer.path)  # uploads' transactions

@@ -27,10 +27,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_upload  # noqa: E402  (the ladder and the load of the upload benchmark)
 
-from rumble import settings  # noqa: E402
+from rumble import fields, settings, store  # noqa: E402
 from rumble.app import create_app  # noqa: E402
+from rumble.clock import Clock  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
-from rumble.protocol.upload import format_upload  # noqa: E402
+from rumble.protocol.replies import Kind  # noqa: E402
+from rumble.protocol.upload import format_upload, parse_upload  # noqa: E402
+from rumble.store.group_commit import Work, apply_group  # noqa: E402
+from rumble.web.client import upload_work  # noqa: E402
 
 
 def bodies(ladder: bench_upload.Ladder, rumbles: dict, args: argparse.Namespace) -> list[bytes]:
@@ -70,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--melee-bots", type=int, default=100, help="ladder bots in the melee battles")
     parser.add_argument("--top", type=int, default=30, help="functions listed per order")
     parser.add_argument("--out", type=Path, help="write the raw profile here")
+    parser.add_argument(
+        "--group", type=int, default=0, help="profile the writer process's work instead: transactions of N uploads"
+    )
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/rumble-bench"), help="bench_upload.py's cache")
     args = parser.parse_args(argv)
     upload_args = bench_upload.parse_args(["--workdir", str(args.workdir)])
@@ -80,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     bench_upload.remove_database(copy)
     shutil.copyfile(cached, copy)
     try:
+        if args.group > 0:
+            profile, spent, count = writer_profile(copy, bodies(ladder, rumbles, args), rumbles, args.group)
+            return report(profile, spent, count, args)
         client = create_app({"DB": str(copy), "BATCH_INTERVAL_MINUTES": 0}, preload_fields=True).test_client()
         sent = bodies(ladder, rumbles, args)
         profile = cProfile.Profile()
@@ -93,7 +103,36 @@ def main(argv: list[str] | None = None) -> int:
         spent = time.perf_counter() - began
     finally:
         bench_upload.remove_database(copy)
-    print(f"{len(sent)} uploads in {spent:.2f} s under the profiler: {1000 * spent / len(sent):.3f} ms each")
+    return report(profile, spent, len(sent), args)
+
+
+def writer_profile(db_path: Path, sent: list[bytes], rumbles: dict, group: int) -> tuple[cProfile.Profile, float, int]:
+    """What `rumble serve`'s writer process does for these uploads: each one's transaction, built as
+    the upload view builds it, applied in groups of ``group`` (rumble.store.group_commit), no HTTP."""
+    config = settings.load()
+    db = store.connect(db_path, config["SYNCHRONOUS"], autocheckpoint=False)
+    fields.preload_all(db)
+    works = []
+    for body in sent:
+        battle = parse_upload(body)
+        works.append(upload_work(battle, None, rumbles[battle.game], config, Clock(), "127.0.0.1"))
+    profile = cProfile.Profile()
+    began = time.perf_counter()
+    profile.enable()
+    for start in range(0, len(works), group):
+        done = [Work(work) for work in works[start : start + group]]
+        apply_group(db, done)
+        failed = next((work.error for work in done if work.error is not None), None)
+        if failed is not None or any(work.result.kind is not Kind.ACCEPTED for work in done):
+            raise RuntimeError(f"upload not accepted: {failed or [work.result for work in done]}")
+    profile.disable()
+    spent = time.perf_counter() - began
+    db.close()
+    return profile, spent, len(works)
+
+
+def report(profile: cProfile.Profile, spent: float, count: int, args: argparse.Namespace) -> int:
+    print(f"{count} uploads in {spent:.2f} s under the profiler: {1000 * spent / count:.3f} ms each")
     if args.out:
         profile.dump_stats(args.out)
     for order in ("cumulative", "tottime"):

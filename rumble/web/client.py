@@ -92,7 +92,7 @@ def _receive(db, moment: datetime) -> UploadOutcome:
     # Applied in a transaction shared with the other uploads waiting for the write lock, by the
     # server's writer process (rumble.store.single_writer) or else by this worker
     # (rumble.store.group_commit); answered only once it is committed.
-    work = partial(_store, battle, suspicion, rumble, _store_settings(settings), clock(), request.remote_addr)
+    work = upload_work(battle, suspicion, rumble, settings, clock(), request.remote_addr)
     prepare = partial(_prepare, battle.game)
     writer = current_app.extensions.get("rumble.writer")
     if writer is not None:
@@ -110,8 +110,18 @@ STORE_SETTINGS = (
 )  # what ``_store`` reads of the settings: sent with each upload to the writer process
 
 
-def _store_settings(settings: dict) -> dict:
-    return {name: settings[name] for name in STORE_SETTINGS}
+def upload_work(
+    battle: Battle,
+    suspicion: str | None,
+    rumble: RumbleSettings,
+    settings: dict,
+    moment: Clock,
+    remote_addr: str | None,
+) -> partial[UploadOutcome]:
+    """What the write transaction of one checked upload does, as a picklable call of the connection
+    (for the writer process, rumble.store.single_writer): store it and decide its answer."""
+    kept = {name: settings[name] for name in STORE_SETTINGS}
+    return partial(_store, battle, suspicion, rumble, kept, moment, remote_addr)
 
 
 def _prepare(game: str, db: Store) -> None:

@@ -1,6 +1,8 @@
-"""Group commit on a real ``rumble serve`` (rumble/store/group_commit.py): the uploads of a worker
-that wait for the write lock are stored in one transaction, each answered once and only after its
-COMMIT, and a battle that fails inside the group is rolled back alone.
+"""Group commit on a real ``rumble serve`` (rumble/store/group_commit.py, applied by the writer
+process, rumble/store/single_writer.py): the uploads that wait for the write lock, whichever worker
+received them, are stored in one transaction, each answered once and only after its COMMIT, and a
+battle that fails inside the group is rolled back alone. Should the writer process die, the
+workers store uploads themselves.
 
 The test holds the database's write lock itself (the advisory flock every writer takes on
 ``<db>.lock``, rumble/store/__init__.py), so that the uploads sent meanwhile all wait, then lets
@@ -14,6 +16,9 @@ from __future__ import annotations
 
 import fcntl
 import importlib.util
+import os
+import re
+import signal
 import sqlite3
 import struct
 import sys
@@ -159,3 +164,55 @@ def test_a_battle_failing_inside_a_group_is_rolled_back_alone(tmp_path, clock):
         after = make_battle("group.Alpha 1.0", "group.Beta 1.0", (5500, 4500), (20, 15), now - 20)
         assert _received(after) in post_like_java(server.url + "/UploadedResults", format_upload(after))[2]
         assert _equal_to_rebuild(server.db_path) == 10
+
+
+def test_uploads_of_both_workers_waiting_for_the_lock_go_in_one_transaction(tmp_path, clock):
+    now = clock.now_ms()
+    with live_server(tmp_path, workers=2) as server:
+        first = make_battle("group.Alpha 1.0", "group.Beta 1.0", (6000, 4000), (25, 10), now - 100)
+        assert _received(first) in post_like_java(server.url + "/UploadedResults", format_upload(first))[2]
+        battles = [
+            make_battle(f"group.Bot{k:02d} 1.0", "group.Alpha 1.0", (5000 + 37 * k, 5000), (18, 17), now - k)
+            for k in range(16)
+        ]
+        wal = Path(str(server.db_path) + "-wal")
+        with write_lock_held(server.db_path):
+            threads, answers = _send_all(server.url, battles)  # one connection each: both workers take some
+            time.sleep(WAITING_SECONDS)
+            assert answers == {} and _log_rows(server.db_path) == 1
+            before = _commits(wal)
+        for thread in threads:
+            thread.join(30)
+        assert _commits(wal) - before == 2  # the first alone, then the fifteen of both workers together
+        assert [answers[k][1].splitlines()[-1] for k in range(16)] == [_received(b) for b in battles]
+        assert _equal_to_rebuild(server.db_path) == 17
+
+
+def _writer_pid(server) -> int:
+    """The child of ``rumble serve`` that is not a gunicorn worker (those announce their pids)."""
+    pid = server.process.pid
+    children = {
+        int(child) for task in Path(f"/proc/{pid}/task").iterdir() for child in (task / "children").read_text().split()
+    }
+    workers = {int(found) for found in re.findall(r"Booting worker with pid: (\d+)", server.output())}
+    (writer,) = children - workers
+    return writer
+
+
+def test_uploads_keep_flowing_when_the_writer_process_dies(tmp_path, clock):
+    now = clock.now_ms()
+    with live_server(tmp_path, workers=2) as server:
+        first = make_battle("group.Alpha 1.0", "group.Beta 1.0", (6000, 4000), (25, 10), now - 100)
+        assert _received(first) in post_like_java(server.url + "/UploadedResults", format_upload(first))[2]
+        os.kill(_writer_pid(server), signal.SIGKILL)
+        time.sleep(0.5)
+        battles = [
+            make_battle(f"group.Bot{k:02d} 1.0", "group.Alpha 1.0", (5000 + 37 * k, 5000), (18, 17), now - k)
+            for k in range(10)
+        ]
+        for battle in battles:  # each on a new connection, so both workers' threads meet the dead writer
+            status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(battle))
+            assert (status, text.splitlines()[-1]) == (200, _received(battle))
+        assert _log_rows(server.db_path) == 11
+        assert _equal_to_rebuild(server.db_path) == 11
+        assert "the writer process at" in server.output()  # the workers said they apply uploads themselves
