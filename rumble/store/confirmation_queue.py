@@ -15,7 +15,7 @@ from __future__ import annotations
 from rumble.store import Store, priority_queue
 from rumble.store.uploader_battles import pair_sole_uploaders
 
-SCAN = 64  # waiting entries looked at per hand-out (the queue holds PRIORITY_BATCH, 8 by default)
+SCAN = 64  # waiting entries of active bots looked at per hand-out (the queue holds PRIORITY_BATCH, 8 by default)
 
 
 def hand_out(db: Store, rumble_id: int, uploader: str, now: str) -> tuple[str, str] | None:
@@ -46,21 +46,22 @@ def pop_for_uploader(db: Store, rumble_id: int, uploader: str, now: str) -> tupl
 
 
 def _waiting(db: Store, rumble_id: int) -> list[tuple]:
-    """The oldest SCAN waiting entries: (id, a, b, a's name, b's name, both bots active)."""
+    """The waiting entries, oldest first: (id, a, b, a's name, b's name, both bots active). All of
+    them: the queue is refilled only once empty, so it holds at most one batch."""
     return db.execute(
         "SELECT q.id, q.bot_id, q.opponent_id, a.full_name, b.full_name, pa.active AND pb.active "
         "FROM priority_battles q JOIN bots a ON a.id = q.bot_id JOIN bots b ON b.id = q.opponent_id "
         "JOIN participants pa ON pa.rumble_id = q.rumble_id AND pa.bot_id = q.bot_id "
         "JOIN participants pb ON pb.rumble_id = q.rumble_id AND pb.bot_id = q.opponent_id "
-        "WHERE q.rumble_id = ? AND q.handed_out_at IS NULL ORDER BY q.id LIMIT ?",
-        (rumble_id, SCAN),
+        "WHERE q.rumble_id = ? AND q.handed_out_at IS NULL ORDER BY q.id",
+        (rumble_id,),
     ).fetchall()
 
 
 def _preferred(db: Store, rumble_id: int, uploader: str, rows: list[tuple]) -> tuple | None:
     """Of the waiting entries with both bots active: the first one another uploader alone has
     played, else (if some are this uploader's own unconfirmed pairings) the first that is not."""
-    live = [row for row in rows if row[5]]
+    live = [row for row in rows if row[5]][:SCAN]
     soles = pair_sole_uploaders(db, rumble_id, [(row[1], row[2]) for row in live])
     chosen = next((row for row in live if soles.get((row[1], row[2])) not in (None, uploader)), None)
     if chosen is None and any(soles.get((row[1], row[2])) == uploader for row in live):

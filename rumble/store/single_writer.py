@@ -31,6 +31,7 @@ import contextlib
 import logging
 import os
 import pickle
+import resource
 import selectors
 import shutil
 import signal
@@ -38,6 +39,7 @@ import socket
 import struct
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -52,6 +54,10 @@ HEADER = struct.Struct(">I")  # each message: its length, then a pickle
 ANSWER_TIMEOUT_SECONDS = 120.0  # a group waits for the write lock at most SQLite's busy timeout (30 s) per try
 PARENT_CHECK_SECONDS = 1.0  # how often the writer looks whether the server that started it is still there
 MAX_MESSAGE_BYTES = 1 << 20  # an upload's work is a few hundred bytes; anything larger is not from a worker
+BACKLOG = 4096  # connections waiting to be accepted (the kernel caps it at net.core.somaxconn): one per worker thread
+RETRY_SECONDS = (
+    10.0  # after the writer could not be reached, a worker applies uploads itself this long, then tries again
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,7 @@ def start(db_path: str, synchronous: str, ready: Callable[[Store], None] | None 
     path = os.path.join(directory, "writer.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
-    listener.listen(256)
+    listener.listen(BACKLOG)
     parent = os.getpid()
     pid = os.fork()  # not multiprocessing: its exit handlers would run in every gunicorn worker forked later
     if pid == 0:  # the writer: the compiled rating code is already loaded
@@ -81,6 +87,7 @@ def start(db_path: str, synchronous: str, ready: Callable[[Store], None] | None 
             log.exception("the writer process failed; the workers apply uploads themselves")
             code = 1
         finally:
+            shutil.rmtree(directory, ignore_errors=True)  # the server may be gone without a stop()
             os._exit(code)  # never back into the caller's code (click, gunicorn)
     listener.close()  # the child has its own copy
     return Started(pid, parent, path)
@@ -91,10 +98,16 @@ def stop(started: Started) -> None:
     only: a gunicorn worker, forked from it, leaves through the same code)."""
     if os.getpid() != started.owner:
         return
-    with contextlib.suppress(ProcessLookupError):
+    try:
+        # Still this process's child (running, or ended but not collected): its pid cannot have been
+        # reused. Already collected (gunicorn collects every child that ends): nothing to signal.
+        ended, _ = os.waitpid(started.pid, os.WNOHANG)
+    except ChildProcessError:
+        ended = started.pid
+    if ended == 0:
         os.kill(started.pid, signal.SIGTERM)
-    with contextlib.suppress(ChildProcessError):  # gunicorn may have collected it already
-        os.waitpid(started.pid, 0)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(started.pid, 0)
     shutil.rmtree(os.path.dirname(started.path), ignore_errors=True)
 
 
@@ -106,7 +119,12 @@ def _serve(
 ) -> None:
     """The writer's loop: read whole requests from every worker's connections, apply all that are
     waiting as one group, answer each; end when the server that started it is gone."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, and the server this process
+    # Ctrl-C, a terminal's hangup and gunicorn's own signals (reload, reopen logs, add or remove
+    # workers: sent to the whole group by some tools) are the server's business; this process ends
+    # with the server (or on SIGTERM, from ``stop``).
+    for name in ("SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGWINCH", "SIGTTIN", "SIGTTOU"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+    _raise_file_limit()  # one connection per worker thread
     db = connect(db_path, synchronous, migrate=False, autocheckpoint=False)
     if ready is not None:
         ready(db)
@@ -132,6 +150,14 @@ def _serve(
                 checkpoints.due.set()
 
 
+def _raise_file_limit() -> None:
+    """Let this process open as many files as it may (its soft limit up to the hard one)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def _accept(listener: socket.socket, selector: selectors.BaseSelector, buffers: dict) -> list[socket.socket]:
     """Every connection waiting to be accepted (a worker's threads connect when first used)."""
     found: list[socket.socket] = []
@@ -139,6 +165,9 @@ def _accept(listener: socket.socket, selector: selectors.BaseSelector, buffers: 
         try:
             conn, _ = listener.accept()
         except BlockingIOError:
+            return found
+        except OSError:  # out of files, or a connection aborted: the rest wait for the next round
+            log.exception("the writer process could not accept a worker's connection")
             return found
         conn.setblocking(False)
         selector.register(conn, selectors.EVENT_READ)
@@ -190,6 +219,8 @@ def _apply(db: Store, waiting: list[tuple[socket.socket, Any]]) -> None:
     except Exception:
         log.exception("a group of uploads failed as a whole; each is answered with the error")
     for (conn, _), work in zip(waiting, works, strict=True):
+        if work.error is not None:  # the worker sees the error, without its traceback: it is logged here
+            log.error("an upload's transaction failed in the writer process", exc_info=work.error)
         _answer(conn, work)
 
 
@@ -223,11 +254,15 @@ class _Checkpoints:
         threading.Thread(target=self._run, name="rumble-checkpoints", daemon=True).start()
 
     def _run(self) -> None:
-        db = connect(self._path, self._synchronous, migrate=False, autocheckpoint=False)
+        db = None
         while True:
             self.due.wait()
             self.due.clear()
-            checkpoint(db)
+            try:  # a failure is logged and the next checkpoint tried: the WAL must not grow without end
+                db = db or connect(self._path, self._synchronous, migrate=False, autocheckpoint=False)
+                checkpoint(db)
+            except Exception:
+                log.exception("the writer process's checkpoint failed")
 
 
 # --- a worker's side -------------------------------------------------------------------------
@@ -245,7 +280,8 @@ def yield_cpu_to_writer() -> None:
     running writer when its thread is woken (``SCHED_BATCH``: its answer just arrived). No
     privilege is needed to lower one's own priority. In scripts/bench_upload.py's living scenario
     it took about a tenth more uploads per second (runs with and without, alternating)."""
-    os.nice(WORKER_NICE)
+    with contextlib.suppress(OSError):  # refused (a sandbox): the same work, only scheduled as before
+        os.nice(WORKER_NICE)
     if hasattr(os, "sched_setscheduler"):
         with contextlib.suppress(OSError):
             os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
@@ -257,12 +293,12 @@ class Writer:
     def __init__(self, path: str) -> None:
         self.path = path
         self._local = threading.local()
-        self._gone = False
+        self._gone_until = 0.0  # monotonic time until which the writer is taken as gone
 
     def run(self, db: Store, apply: Callable[[Store], T], prepare: Callable[[Store], Any]) -> T:
         """``apply(connection)`` in a committed write transaction of the writer process; its result,
         or the exception it raised. Without a writer (gone, or never reached), on ``db`` here."""
-        conn = None if self._gone else self._connection()
+        conn = None if time.monotonic() < self._gone_until else self._connection()
         if conn is not None:
             message = pickle.dumps((pickle.dumps(prepare), pickle.dumps(apply)))  # equal preparations run once
             try:
@@ -298,12 +334,18 @@ class Writer:
         conn.settimeout(ANSWER_TIMEOUT_SECONDS)
         try:
             conn.connect(self.path)
-        except OSError:
+        except OSError as error:
             conn.close()
-            if not self._gone:
-                log.error("the writer process at %s cannot be reached; this worker applies uploads itself", self.path)
-            self._gone = True
-            return None
+            if isinstance(error, (FileNotFoundError, ConnectionRefusedError)):  # no writer listening
+                if self._gone_until == 0.0 or time.monotonic() >= self._gone_until:
+                    log.error(
+                        "the writer process at %s cannot be reached; this worker applies uploads itself "
+                        "and tries again in %g s",
+                        self.path,
+                        RETRY_SECONDS,
+                    )
+                self._gone_until = time.monotonic() + RETRY_SECONDS
+            return None  # otherwise (its queue full, out of files) this upload only is applied here
         self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 

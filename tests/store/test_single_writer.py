@@ -93,8 +93,9 @@ def test_works_waiting_for_the_lock_go_in_one_transaction(writer):
     with open(str(path) + ".lock", "a") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # the writer's first group waits for it, the others queue
         threads = [threading.Thread(target=send, args=(k,)) for k in range(6)]
-        for thread in threads:
+        for k, thread in enumerate(threads):
             thread.start()
+            time.sleep(0.3 if k == 0 else 0.0)  # the first is taken alone; the others arrive while it waits
         time.sleep(1.0)
         assert results == {}  # nothing answered before its commit
         before = _commits(Path(str(path) + "-wal"))
@@ -138,3 +139,17 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z"
+
+
+def test_a_worker_tries_the_writer_again_after_it_could_not_reach_it(writer):
+    path, started = writer
+    db = store.connect(path, migrate=False)
+    to_writer = single_writer.Writer(started.path + ".not-yet")  # nobody listens there
+    assert to_writer.run(db, partial(_put, "epsilon", 5), _nothing) == os.getpid()  # applied here
+    to_writer.path = started.path  # the writer is there now
+    assert to_writer.run(db, partial(_put, "zeta", 6), _nothing) == os.getpid()  # not asked again so soon
+    to_writer._gone_until = 0.0  # as if RETRY_SECONDS had passed
+    assert to_writer.run(db, partial(_put, "eta", 7), _nothing) == started.pid
+    to_writer.close()
+    db.close()
+    assert _settings(path) == {"epsilon": 5, "zeta": 6, "eta": 7}
