@@ -54,6 +54,8 @@ HEADER = struct.Struct(">I")  # each message: its length, then a pickle
 ANSWER_TIMEOUT_SECONDS = 120.0  # a group waits for the write lock at most SQLite's busy timeout (30 s) per try
 PARENT_CHECK_SECONDS = 1.0  # how often the writer looks whether the server that started it is still there
 MAX_MESSAGE_BYTES = 1 << 20  # an upload's work is a few hundred bytes; anything larger is not from a worker
+PREFIX = "rumble-writer-"  # the socket directory's name, in the system's temporary directory
+STALE_SECONDS = 60.0  # a socket directory younger than this may be one whose writer is still starting
 BACKLOG = 4096  # connections waiting to be accepted (the kernel caps it at net.core.somaxconn): one per worker thread
 RETRY_SECONDS = (
     10.0  # after the writer could not be reached, a worker applies uploads itself this long, then tries again
@@ -72,7 +74,8 @@ class Started:
 def start(db_path: str, synchronous: str, ready: Callable[[Store], None] | None = None) -> Started:
     """Fork the writer process for the database at ``db_path``; it ends when this process does.
     ``ready(connection)`` runs in it before it takes uploads (reading the ratings copies)."""
-    directory = tempfile.mkdtemp(prefix="rumble-writer-")  # mode 0700: only this user can reach the socket
+    remove_stale(tempfile.gettempdir())
+    directory = tempfile.mkdtemp(prefix=PREFIX)  # mode 0700: only this user can reach the socket
     path = os.path.join(directory, "writer.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -91,6 +94,34 @@ def start(db_path: str, synchronous: str, ready: Callable[[Store], None] | None 
             os._exit(code)  # never back into the caller's code (click, gunicorn)
     listener.close()  # the child has its own copy
     return Started(pid, parent, path)
+
+
+def remove_stale(root: str) -> list[str]:
+    """Remove the socket directories under ``root`` that writers killed outright left behind (a
+    ``kill -9`` of the server's process group): this user's, a minute old or more, with no process
+    listening on their socket. Returns the directories removed."""
+    removed = []
+    for name in os.listdir(root):
+        if not name.startswith(PREFIX):
+            continue
+        directory = os.path.join(root, name)
+        try:
+            info = os.lstat(directory)
+        except OSError:
+            continue
+        if info.st_uid != os.getuid() or time.time() - info.st_mtime < STALE_SECONDS:
+            continue
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(os.path.join(directory, "writer.sock"))
+        except (FileNotFoundError, ConnectionRefusedError):
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(directory)
+        except OSError:
+            pass  # busy or unreadable: not known to be stale
+        finally:
+            probe.close()
+    return removed
 
 
 def stop(started: Started) -> None:

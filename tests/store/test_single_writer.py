@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -153,3 +154,34 @@ def test_a_worker_tries_the_writer_again_after_it_could_not_reach_it(writer):
     to_writer.close()
     db.close()
     assert _settings(path) == {"epsilon": 5, "zeta": 6, "eta": 7}
+
+
+def test_socket_directories_left_by_killed_writers_are_removed_and_live_ones_kept(tmp_path):
+    old = time.time() - 2 * single_writer.STALE_SECONDS
+    dead = tmp_path / f"{single_writer.PREFIX}dead"  # its writer was killed: a socket file, nobody listening
+    dead.mkdir()
+    gone = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    gone.bind(str(dead / "writer.sock"))
+    gone.close()
+    empty = tmp_path / f"{single_writer.PREFIX}empty"  # killed before its socket was made
+    empty.mkdir()
+    live = tmp_path / f"{single_writer.PREFIX}live"
+    live.mkdir()
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listening.bind(str(live / "writer.sock"))
+    listening.listen(1)
+    young = tmp_path / f"{single_writer.PREFIX}young"  # a writer starting right now, its socket not bound yet
+    young.mkdir()
+    other = tmp_path / "unrelated"
+    other.mkdir()
+    for directory in (dead, empty, live, other):
+        os.utime(directory, (old, old))
+    try:
+        assert sorted(single_writer.remove_stale(str(tmp_path))) == sorted([str(dead), str(empty)])
+    finally:
+        listening.close()
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        f"{single_writer.PREFIX}live",
+        f"{single_writer.PREFIX}young",
+        "unrelated",
+    ]
