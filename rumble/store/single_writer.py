@@ -74,8 +74,8 @@ class Started:
 def start(db_path: str, synchronous: str, ready: Callable[[Store], None] | None = None) -> Started:
     """Fork the writer process for the database at ``db_path``; it ends when this process does.
     ``ready(connection)`` runs in it before it takes uploads (reading the ratings copies)."""
-    remove_stale(tempfile.gettempdir())
     directory = tempfile.mkdtemp(prefix=PREFIX)  # mode 0700: only this user can reach the socket
+    remove_stale(os.path.dirname(directory), os.stat(directory).st_mtime)
     path = os.path.join(directory, "writer.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -96,10 +96,12 @@ def start(db_path: str, synchronous: str, ready: Callable[[Store], None] | None 
     return Started(pid, parent, path)
 
 
-def remove_stale(root: str) -> list[str]:
+def remove_stale(root: str, now: float) -> list[str]:
     """Remove the socket directories under ``root`` that writers killed outright left behind (a
-    ``kill -9`` of the server's process group): this user's, a minute old or more, with no process
-    listening on their socket. Returns the directories removed."""
+    ``kill -9`` of the server's process group): this user's, a minute older than ``now`` or more,
+    with no process listening on their socket. Returns the directories removed. ``now`` is the
+    file system's clock (a directory just made), which file times are compared with, not the
+    process's, which may differ (a test's shifted clock)."""
     removed = []
     for name in os.listdir(root):
         if not name.startswith(PREFIX):
@@ -109,7 +111,7 @@ def remove_stale(root: str) -> list[str]:
             info = os.lstat(directory)
         except OSError:
             continue
-        if info.st_uid != os.getuid() or time.time() - info.st_mtime < STALE_SECONDS:
+        if info.st_uid != os.getuid() or now - info.st_mtime < STALE_SECONDS:
             continue
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:

@@ -157,7 +157,8 @@ def test_a_worker_tries_the_writer_again_after_it_could_not_reach_it(writer):
 
 
 def test_socket_directories_left_by_killed_writers_are_removed_and_live_ones_kept(tmp_path):
-    old = time.time() - 2 * single_writer.STALE_SECONDS
+    now = tmp_path.stat().st_mtime  # the file system's clock, which the directories' times come from
+    old = now - 2 * single_writer.STALE_SECONDS
     dead = tmp_path / f"{single_writer.PREFIX}dead"  # its writer was killed: a socket file, nobody listening
     dead.mkdir()
     gone = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -177,7 +178,7 @@ def test_socket_directories_left_by_killed_writers_are_removed_and_live_ones_kep
     for directory in (dead, empty, live, other):
         os.utime(directory, (old, old))
     try:
-        assert sorted(single_writer.remove_stale(str(tmp_path))) == sorted([str(dead), str(empty)])
+        assert sorted(single_writer.remove_stale(str(tmp_path), now)) == sorted([str(dead), str(empty)])
     finally:
         listening.close()
     assert sorted(path.name for path in tmp_path.iterdir()) == [
