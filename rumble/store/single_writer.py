@@ -57,9 +57,8 @@ MAX_MESSAGE_BYTES = 1 << 20  # an upload's work is a few hundred bytes; anything
 PREFIX = "rumble-writer-"  # the socket directory's name, in the system's temporary directory
 STALE_SECONDS = 60.0  # a socket directory younger than this may be one whose writer is still starting
 BACKLOG = 4096  # connections waiting to be accepted (the kernel caps it at net.core.somaxconn): one per worker thread
-RETRY_SECONDS = (
-    10.0  # after the writer could not be reached, a worker applies uploads itself this long, then tries again
-)
+# After the writer could not be reached, a worker applies uploads itself this long, then tries again.
+RETRY_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -364,7 +363,11 @@ class Writer:
         if conn is not None and getattr(self._local, "pid", None) == os.getpid():
             return conn
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.settimeout(ANSWER_TIMEOUT_SECONDS)
+        # A blocking socket whose waits the kernel limits (SO_SNDTIMEO, SO_RCVTIMEO: a timed-out call
+        # fails with EAGAIN), not Python's settimeout, which polls before every send and receive.
+        limit = struct.pack("ll", int(ANSWER_TIMEOUT_SECONDS), 0)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, limit)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, limit)
         try:
             conn.connect(self.path)
         except OSError as error:
@@ -388,15 +391,11 @@ class Writer:
 
 
 def _receive(conn: socket.socket) -> bytes:
-    header = _exactly(conn, HEADER.size)
-    return _exactly(conn, HEADER.unpack(header)[0])
-
-
-def _exactly(conn: socket.socket, size: int) -> bytes:
+    """One answer's pickle (it usually arrives in one piece: one receive)."""
     data = bytearray()
-    while len(data) < size:
-        chunk = conn.recv(size - len(data))
+    while len(data) < HEADER.size or len(data) < HEADER.size + HEADER.unpack_from(data)[0]:
+        chunk = conn.recv(65536)
         if not chunk:
             raise EOFError("the writer process closed the connection")
         data += chunk
-    return bytes(data)
+    return bytes(data[HEADER.size :])
