@@ -164,6 +164,18 @@ def upload(client):
     return post
 
 
+def query_plan(db, call) -> str:
+    """SQLite's query plan (EXPLAIN QUERY PLAN, its details joined) of the one statement ``call()`` runs on ``db``."""
+    statements: list[str] = []
+    db.conn.set_trace_callback(statements.append)
+    try:
+        call()
+    finally:
+        db.conn.set_trace_callback(None)
+    (query,) = statements
+    return " ".join(row[3] for row in db.conn.execute("EXPLAIN QUERY PLAN " + query))
+
+
 def maintainer_token(app, name: str = "alice") -> str:
     """A new maintainer ``name`` in the app's database; its token (as `rumble admin create-token` prints it)."""
     db = store.connect(app.config["RUMBLE"]["DB"])

@@ -92,6 +92,36 @@ class LoggedBattle:
     state: str = "ok"
 
 
+def log_pages(
+    db: Store,
+    columns: str,
+    rumble_id: int,
+    after: int = 0,
+    up_to: int | None = None,
+    states: tuple[str, ...] = ("ok",),
+    batch: int = 10_000,
+) -> Iterator[list[tuple]]:
+    """``columns`` (the first of them ``id``) of the rumble's battles in ``states`` with ids in
+    (after, up_to], in log order, as lists of at most ``batch`` rows: each list one index range
+    read, the next starting after the last id seen, so a whole log streams in bounded memory."""
+    last = after
+    marks = ", ".join("?" * len(states))
+    bound = up_to if up_to is not None else 1 << 62
+    while True:
+        rows = db.execute(
+            f"SELECT {columns} FROM battles WHERE rumble_id = ? AND id > ? AND id <= ? AND state IN ({marks}) "
+            "ORDER BY id LIMIT ?",
+            (rumble_id, last, bound, *states, batch),
+        ).fetchall()
+        if not rows:
+            return
+        yield rows
+        last = rows[-1][0]
+
+
+_SCORED = "id, first_bot_id, second_bot_id, first_score, second_score, first_firsts, second_firsts, received_at"
+
+
 def iter_scored_battles(
     db: Store,
     rumble_id: int,
@@ -101,20 +131,9 @@ def iter_scored_battles(
     states: tuple[str, ...] = ("ok",),
 ) -> Iterator[LoggedBattle]:
     """The rumble's battles in ``states`` (default 'ok') with ids in (after, up_to], in log order, read in batches."""
-    last = after
-    marks = ", ".join("?" * len(states))
-    bound = up_to if up_to is not None else 1 << 62
-    while True:
-        rows = db.execute(
-            "SELECT id, first_bot_id, second_bot_id, first_score, second_score, first_firsts, second_firsts, "
-            f"received_at, state FROM battles WHERE rumble_id = ? AND id > ? AND id <= ? AND state IN ({marks}) ORDER BY id LIMIT ?",
-            (rumble_id, last, bound, *states, batch),
-        ).fetchall()
-        if not rows:
-            return
+    for rows in log_pages(db, _SCORED + ", state", rumble_id, after, up_to, states, batch):
         for row in rows:
             yield LoggedBattle(*row)
-        last = rows[-1][0]
 
 
 def scored_battle_runs(
@@ -123,18 +142,7 @@ def scored_battle_runs(
     """The rumble's 'ok' battles with ids in (after, up_to], in log order, as lists of at most
     ``batch`` rows (id, first bot, second bot, first score, second score, first firsts, second
     firsts, received_at): what the compiled replay reads (rumble.rebuild)."""
-    last = after
-    bound = up_to if up_to is not None else 1 << 62
-    while True:
-        rows = db.execute(
-            "SELECT id, first_bot_id, second_bot_id, first_score, second_score, first_firsts, second_firsts, "
-            "received_at FROM battles WHERE rumble_id = ? AND id > ? AND id <= ? AND state = 'ok' ORDER BY id LIMIT ?",
-            (rumble_id, last, bound, batch),
-        ).fetchall()
-        if not rows:
-            return
-        yield rows
-        last = rows[-1][0]
+    return log_pages(db, _SCORED, rumble_id, after, up_to, ("ok",), batch)
 
 
 def newest_id(db: Store) -> int:

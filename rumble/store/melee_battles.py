@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from rumble.store import Store
+from rumble.store.battle_log import log_pages
 
 Figures = tuple[int, int, int]  # a bot's whole-battle score, bullet damage and firsts
 
@@ -71,19 +72,9 @@ def iter_pairs(
     states: tuple[str, ...] = ("ok",),
 ) -> Iterator[tuple[str, PairRow]]:
     """(state, pair) of the rumble's pairs in ``states`` with log ids in (after, up_to], in log order (for a rebuild)."""
-    last = after
-    bound = up_to if up_to is not None else 1 << 62
-    marks = ", ".join("?" * len(states))
-    while True:
-        rows = db.execute(
-            f"SELECT {_PAIR}, state FROM battles WHERE rumble_id = ? AND id > ? AND id <= ? AND state IN ({marks}) ORDER BY id LIMIT ?",
-            (rumble_id, last, bound, *states, batch),
-        ).fetchall()
-        if not rows:
-            return
+    for rows in log_pages(db, _PAIR + ", state", rumble_id, after, up_to, states, batch):
         for row in rows:
             yield row[-1], _pair(row[:-1])
-        last = rows[-1][0]
 
 
 def opens_battle(db: Store, battle_id: int) -> bool:

@@ -47,29 +47,17 @@ def sole_uploaders(db: Store, rumble_id: int, bot: int) -> dict[str, str]:
     return {name: low for name, low, _ in rows}
 
 
-def sole_uploader(db: Store, rumble_id: int, a: int, b: int) -> str | None:
-    """The one uploader of pairing (a, b)'s accepted battles, or None if it has several or none."""
-    # One probe of battles_by_pairing per order of the pair: with the two orders ORed under one
-    # rumble_id, SQLite's planner uses only the index's first column and reads the whole rumble's log.
-    row = db.execute(
-        "SELECT min(uploader), max(uploader) FROM ("
-        "  SELECT uploader FROM battles WHERE rumble_id = ?1 AND first_bot_id = ?2 AND second_bot_id = ?3 "
-        "  AND state = 'ok' UNION ALL SELECT uploader FROM battles "
-        "  WHERE rumble_id = ?1 AND first_bot_id = ?3 AND second_bot_id = ?2 AND state = 'ok')",
-        (rumble_id, a, b),
-    ).fetchone()
-    return row[0] if row and row[0] is not None and row[0] == row[1] else None
-
-
 def pair_sole_uploaders(db: Store, rumble_id: int, pairs: list[tuple[int, int]]) -> dict[tuple[int, int], str]:
-    """``sole_uploader`` of each of ``pairs`` in one query: pairs with one uploader only, to it."""
+    """The one uploader of each of ``pairs`` (a, b) whose accepted battles, in either order, all come
+    from one uploader: {pair: uploader}; a pair with several uploaders or none is not in it."""
     if not pairs:
         return {}
     found: dict[tuple[int, int], str] = {}
     for start in range(0, len(pairs), 400):  # within SQLite's limit on bound parameters
         chunk = pairs[start : start + 400]
         values = ", ".join("(?, ?)" for _ in chunk)
-        # Each order of a pair probes battles_by_pairing on its own (see sole_uploader).
+        # One probe of battles_by_pairing per order of a pair: with the two orders ORed under one
+        # rumble_id, SQLite's planner uses only the index's first column and reads the whole rumble's log.
         rows = db.execute(
             f"WITH p(a, b) AS (VALUES {values}) SELECT a, b, min(uploader), max(uploader) FROM ("
             "  SELECT p.a, p.b, x.uploader FROM p JOIN battles x ON x.rumble_id = ? AND x.first_bot_id = p.a "

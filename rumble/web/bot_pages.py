@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, jsonify, render_template, request
 
-from rumble.ratings import weng_lin
 from rumble.ratings.columns import RATINGS
 from rumble.ratings.online import PROVISIONAL_RD
 from rumble.store import details, melee_battles
 from rumble.web import confidence_data, get_db, now
 from rumble.web.cells import pairing_cells, rating_cell
 from rumble.web.lookup import BATCH_TITLES, NotFound, found_or_404, rumble_or_404
+from rumble.web.page_data import melee_values
 from rumble.web.uploader_data import with_confirmation
 
 PAIRING_TITLES = {
@@ -85,25 +85,7 @@ def _melee(found: dict | None) -> dict | None:
     XonStat Elo per battle, and its latest reassembled battles (rumble/melee.py)."""
     if found is None:
         return None
-    rating = found["rating"]
-    result = {
-        "mu": None,
-        "sigma": None,
-        "conservative": None,
-        "melee_battles": 0,
-        "xonstat": None,
-        "battles": found["battles"],
-    }
-    if rating is not None:
-        sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, now().timestamp())
-        result.update(
-            mu=rating.mu,
-            sigma=sigma,
-            conservative=weng_lin.conservative(rating.mu, sigma),
-            melee_battles=rating.battles,
-            xonstat=rating.xonstat,
-        )
-    return result
+    return {**melee_values(found["rating"], now().timestamp()), "battles": found["battles"]}
 
 
 def pairing() -> Response | str:

@@ -68,22 +68,27 @@ def with_provisional(row: dict) -> dict:
     return row
 
 
+def melee_values(rating: melee_battles.MeleeRating | None, moment: float) -> dict:
+    """A bot's whole-battle melee ratings (a melee ratings row, or None before its first rated
+    battle): Weng-Lin mu, sigma grown for its inactivity up to ``moment``, mu − 3σ, rated melee
+    battles and XonStat Elo."""
+    if rating is None:
+        return {"mu": None, "sigma": None, "conservative": None, "melee_battles": 0, "xonstat": None}
+    sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, moment)
+    return {
+        "mu": rating.mu,
+        "sigma": sigma,
+        "conservative": weng_lin.conservative(rating.mu, sigma),
+        "melee_battles": rating.battles,
+        "xonstat": rating.xonstat,
+    }
+
+
 def with_melee(rows: list[dict], found: dict, order: str | None, moment: float) -> None:
     """Add each bot's Weng-Lin mu, sigma (grown for its inactivity up to ``moment``), mu − 3σ and rated
     melee battles, and its XonStat Elo from whole battles; sort by ``order`` if it is one of those."""
     for row in rows:
-        rating = found.get(row["name"])
-        if rating is None:
-            row.update(mu=None, sigma=None, conservative=None, melee_battles=0, xonstat=None)
-            continue
-        sigma = weng_lin.grown_sigma(rating.sigma, rating.rated_at, moment)
-        row.update(
-            mu=rating.mu,
-            sigma=sigma,
-            conservative=weng_lin.conservative(rating.mu, sigma),
-            melee_battles=rating.battles,
-            xonstat=rating.xonstat,
-        )
+        row.update(melee_values(found.get(row["name"]), moment))
     if order:
         key, descending = order.lstrip("-"), order.startswith("-")
         present = sorted((r for r in rows if r[key] is not None), key=lambda r: r[key], reverse=descending)

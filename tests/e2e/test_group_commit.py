@@ -101,15 +101,26 @@ def _received(battle: Battle) -> str:
     return f"OK. {battle.first.name} vs {battle.second.name} received for roborumble"
 
 
+def _upload_first(url: str, now: int) -> None:
+    """Alpha's first battle, stored before the test's own uploads (they all meet Alpha)."""
+    first = make_battle("group.Alpha 1.0", "group.Beta 1.0", (6000, 4000), (25, 10), now - 100)
+    status, _, text = post_like_java(url + "/UploadedResults", format_upload(first))
+    assert (status, text.splitlines()[-1]) == (200, _received(first))
+
+
+def _group_battles(now: int, count: int) -> list[Battle]:
+    """``count`` battles of new bots against Alpha, each with scores and a time of its own."""
+    return [
+        make_battle(f"group.Bot{k:02d} 1.0", "group.Alpha 1.0", (5000 + 37 * k, 5000), (18, 17), now - k)
+        for k in range(count)
+    ]
+
+
 def test_uploads_waiting_for_the_lock_are_stored_in_one_transaction_each_answered_once(tmp_path, clock):
     now = clock.now_ms()
     with live_server(tmp_path, workers=1) as server:
-        first = make_battle("group.Alpha 1.0", "group.Beta 1.0", (6000, 4000), (25, 10), now - 100)
-        assert _received(first) in post_like_java(server.url + "/UploadedResults", format_upload(first))[2]
-        battles = [
-            make_battle(f"group.Bot{k:02d} 1.0", "group.Alpha 1.0", (5000 + 37 * k, 5000), (18, 17), now - k)
-            for k in range(12)
-        ]
+        _upload_first(server.url, now)
+        battles = _group_battles(now, 12)
         wal = Path(str(server.db_path) + "-wal")
         with write_lock_held(server.db_path):
             threads, answers = _send_all(server.url, battles)
@@ -130,8 +141,7 @@ def test_uploads_waiting_for_the_lock_are_stored_in_one_transaction_each_answere
 def test_a_battle_failing_inside_a_group_is_rolled_back_alone(tmp_path, clock):
     now = clock.now_ms()
     with live_server(tmp_path, workers=1) as server:
-        first = make_battle("group.Alpha 1.0", "group.Beta 1.0", (6000, 4000), (25, 10), now - 100)
-        assert _received(first) in post_like_java(server.url + "/UploadedResults", format_upload(first))[2]
+        _upload_first(server.url, now)
         # A fault that strikes the poisoned battle late: its log row, pairings, summaries and the
         # worker's in-memory ratings are already changed when writing its ratings fails.
         with sqlite3.connect(server.db_path, timeout=30) as db:
@@ -140,10 +150,7 @@ def test_a_battle_failing_inside_a_group_is_rolled_back_alone(tmp_path, clock):
                 f"(SELECT id FROM bots WHERE full_name = '{POISON}') BEGIN SELECT RAISE(ABORT, 'poisoned'); END"
             )
         db.close()
-        battles = [
-            make_battle(f"group.Bot{k:02d} 1.0", "group.Alpha 1.0", (5000 + 37 * k, 5000), (18, 17), now - k)
-            for k in range(8)
-        ]
+        battles = _group_battles(now, 8)
         battles.insert(4, make_battle(POISON, "group.Alpha 1.0", (7000, 3000), (30, 5), now - 50))
         wal = Path(str(server.db_path) + "-wal")
         with write_lock_held(server.db_path):
@@ -162,19 +169,16 @@ def test_a_battle_failing_inside_a_group_is_rolled_back_alone(tmp_path, clock):
         # Alpha's ratings in the worker's memory must not keep the rolled-back battle: its next battle
         # is rated from them, and the tables must still equal a rebuild from the log.
         after = make_battle("group.Alpha 1.0", "group.Beta 1.0", (5500, 4500), (20, 15), now - 20)
-        assert _received(after) in post_like_java(server.url + "/UploadedResults", format_upload(after))[2]
+        status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(after))
+        assert (status, text.splitlines()[-1]) == (200, _received(after))
         assert _equal_to_rebuild(server.db_path) == 10
 
 
 def test_uploads_of_both_workers_waiting_for_the_lock_go_in_one_transaction(tmp_path, clock):
     now = clock.now_ms()
     with live_server(tmp_path, workers=2) as server:
-        first = make_battle("group.Alpha 1.0", "group.Beta 1.0", (6000, 4000), (25, 10), now - 100)
-        assert _received(first) in post_like_java(server.url + "/UploadedResults", format_upload(first))[2]
-        battles = [
-            make_battle(f"group.Bot{k:02d} 1.0", "group.Alpha 1.0", (5000 + 37 * k, 5000), (18, 17), now - k)
-            for k in range(16)
-        ]
+        _upload_first(server.url, now)
+        battles = _group_battles(now, 16)
         wal = Path(str(server.db_path) + "-wal")
         with write_lock_held(server.db_path):
             threads, answers = _send_all(server.url, battles)  # one connection each: both workers take some
@@ -202,14 +206,10 @@ def _writer_pid(server) -> int:
 def test_uploads_keep_flowing_when_the_writer_process_dies(tmp_path, clock):
     now = clock.now_ms()
     with live_server(tmp_path, workers=2) as server:
-        first = make_battle("group.Alpha 1.0", "group.Beta 1.0", (6000, 4000), (25, 10), now - 100)
-        assert _received(first) in post_like_java(server.url + "/UploadedResults", format_upload(first))[2]
+        _upload_first(server.url, now)
         os.kill(_writer_pid(server), signal.SIGKILL)
         time.sleep(0.5)
-        battles = [
-            make_battle(f"group.Bot{k:02d} 1.0", "group.Alpha 1.0", (5000 + 37 * k, 5000), (18, 17), now - k)
-            for k in range(10)
-        ]
+        battles = _group_battles(now, 10)
         for battle in battles:  # each on a new connection, so both workers' threads meet the dead writer
             status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(battle))
             assert (status, text.splitlines()[-1]) == (200, _received(battle))

@@ -4,22 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from conftest import battle
+from conftest import battle, query_plan
 
 from rumble import store
 from rumble.store import battle_log, bots
 from rumble.store.rumbles import rumble_id
-
-
-def _plan(db, call) -> str:
-    statements: list[str] = []
-    db.conn.set_trace_callback(statements.append)
-    try:
-        call()
-    finally:
-        db.conn.set_trace_callback(None)
-    (query,) = statements
-    return " ".join(row[3] for row in db.conn.execute("EXPLAIN QUERY PLAN " + query))
 
 
 def test_the_trust_check_seeks_battles_by_address(app, upload, clock):
@@ -28,7 +17,7 @@ def test_the_trust_check_seeks_battles_by_address(app, upload, clock):
     rid = rumble_id(db, "roborumble")
     since = store.format_time(clock.now() - timedelta(days=400))
     assert battle_log.latest_uploader(db, "127.0.0.1", rid, since) == "Jane Doe"
-    plan = _plan(db, lambda: battle_log.latest_uploader(db, "127.0.0.1", rid, since))
+    plan = query_plan(db, lambda: battle_log.latest_uploader(db, "127.0.0.1", rid, since))
     assert "battles_by_address (remote_addr=? AND rumble_id=? AND received_at>?)" in plan, plan
 
 
@@ -37,5 +26,5 @@ def test_new_bots_are_counted_through_bot_origins_by_address(app, upload, clock)
     db = store.connect(app.config["RUMBLE"]["DB"])
     since = store.format_time(clock.now() - timedelta(days=400))
     assert bots.new_bots_since(db, "127.0.0.1", since) == 2
-    plan = _plan(db, lambda: bots.new_bots_since(db, "127.0.0.1", since))
+    plan = query_plan(db, lambda: bots.new_bots_since(db, "127.0.0.1", since))
     assert "bot_origins_by_address (remote_addr=? AND created_at>?)" in plan, plan
