@@ -14,6 +14,7 @@ import pytest
 from conftest import battle
 
 from rumble import ingest, store
+from rumble.protocol.replies import Kind
 from rumble.store import bots, priority_queue
 from rumble.store.confirmation_queue import hand_out
 from rumble.store.rumbles import rumble_id
@@ -69,7 +70,7 @@ def test_hand_out_follows_the_rule(app, upload, db, clock, seed):
         played_by = rng.choice([(), ("U1",), ("U2",), ("U3",), ("U1", "U2"), ("U2", "U2")])
         for j, who in enumerate(played_by):
             first, second = (a, b) if rng.random() < 0.5 else (b, a)
-            upload(battle(first, second, uploader=who, time_ms=now - 1000 * k - j))
+            assert upload(battle(first, second, uploader=who, time_ms=now - 1000 * k - j)).kind is Kind.ACCEPTED
     rid = rumble_id(db, "roborumble")
     ids = {name: bots.find_bot(db, name) for name in BOTS}
     moment = store.format_time(clock.now())

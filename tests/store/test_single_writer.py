@@ -46,6 +46,20 @@ def _settings(path: Path) -> dict:
 
 
 @pytest.fixture
+def open_writer():
+    """A worker's side of the writer (``single_writer.Writer``); its connection is closed after the test, pass or fail."""
+    made: list[single_writer.Writer] = []
+
+    def make(path: str) -> single_writer.Writer:
+        made.append(single_writer.Writer(path))
+        return made[-1]
+
+    yield make
+    for to_writer in made:
+        to_writer.close()
+
+
+@pytest.fixture
 def writer(tmp_path):
     path = tmp_path / "rumble.db"
     store.connect(path).close()  # created and migrated
@@ -54,10 +68,10 @@ def writer(tmp_path):
     single_writer.stop(started)
 
 
-def test_a_work_is_applied_by_the_writer_process_and_committed(writer):
+def test_a_work_is_applied_by_the_writer_process_and_committed(writer, open_writer):
     path, started = writer
     db = store.connect(path, migrate=False)
-    to_writer = single_writer.Writer(started.path)
+    to_writer = open_writer(started.path)
     applied_by = to_writer.run(db, partial(_put, "alpha", 7), _nothing)
     to_writer.close()
     db.close()
@@ -65,10 +79,10 @@ def test_a_work_is_applied_by_the_writer_process_and_committed(writer):
     assert _settings(path) == {"alpha": 7}
 
 
-def test_a_failing_work_raises_its_own_error_here_and_leaves_nothing(writer):
+def test_a_failing_work_raises_its_own_error_here_and_leaves_nothing(writer, open_writer):
     path, started = writer
     db = store.connect(path, migrate=False)
-    to_writer = single_writer.Writer(started.path)
+    to_writer = open_writer(started.path)
     with pytest.raises(ValueError, match="^no beta for you$"):
         to_writer.run(db, partial(_fail_after_writing, "beta"), _nothing)
     assert _settings(path) == {}
@@ -142,10 +156,10 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_a_worker_tries_the_writer_again_after_it_could_not_reach_it(writer):
+def test_a_worker_tries_the_writer_again_after_it_could_not_reach_it(writer, open_writer):
     path, started = writer
     db = store.connect(path, migrate=False)
-    to_writer = single_writer.Writer(started.path + ".not-yet")  # nobody listens there
+    to_writer = open_writer(started.path + ".not-yet")  # nobody listens there
     assert to_writer.run(db, partial(_put, "epsilon", 5), _nothing) == os.getpid()  # applied here
     to_writer.path = started.path  # the writer is there now
     assert to_writer.run(db, partial(_put, "zeta", 6), _nothing) == os.getpid()  # not asked again so soon
