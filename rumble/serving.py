@@ -21,6 +21,15 @@ this subclass adds (all three close the connection, nothing else):
   ``SO_SNDTIMEO``: each blocking ``send`` gives up after that long without progress). gunicorn's
   ``sendfile`` is turned off by ``rumble serve`` because it waits for a blocked socket without
   any limit; answers go out through ``send`` in blocks instead.
+- a connection that is done (``Connection: close``, or its keep-alive refused) lingers in the
+  poller, not in the main thread: its write side is shut, what the client still sends is read
+  and dropped as it arrives, and it is closed once the client closes its side, after
+  LINGER_SECONDS or after LINGER_DRAIN_BYTES (gunicorn's limits). gunicorn 27 does this in the
+  worker's main thread with a blocking read of up to 2 s: while it waits, no connection of the
+  worker is accepted, read or answered, so a client that reads its answer and never closes its
+  side stopped every upload of a worker for 2 s per connection (tests/e2e/test_hostile_clients.py),
+  and every close waited for the client's end anyway. At most MAX_LINGERING connections linger
+  per worker; beyond that the oldest is closed at once.
 
 It subclasses gunicorn internals (``TConn``, ``pending_conns``, ``keepalived_conns``, the poller's
 callbacks, the parser's ``unreader``),
@@ -46,6 +55,9 @@ from gunicorn.workers.gthread import TConn, ThreadWorker
 from rumble import settings
 
 TICK_SECONDS = 0.2  # how often overdue reads are looked for: a deadline is kept to within this
+LINGER_SECONDS = 2.0  # a finished connection's wait for the client to close its side (gunicorn's own limit)
+LINGER_DRAIN_BYTES = 65536  # ...and what it reads and drops of the client's meanwhile (likewise)
+MAX_LINGERING = 1024  # finished connections lingering per worker; the oldest is closed beyond that
 READ_AHEAD_BYTES = 65536  # a request up to this size is read whole before it gets a thread (an upload is ~250 bytes)
 CONTENT_LENGTH = re.compile(rb"\ncontent-length:[ \t]*(\d{1,12})[ \t]*(?:\r|$)", re.MULTILINE)
 
@@ -139,6 +151,7 @@ class DeadlineThreadWorker(ThreadWorker):
         if self.read_timeout <= 0 or self.send_timeout <= 0:
             raise ValueError("READ_TIMEOUT_SECONDS and SEND_TIMEOUT_SECONDS must be positive")
         self.deadlines = Deadlines()
+        self.lingering: dict[LingeringConn, float] = {}  # finished connections and when they are closed at the latest
         threading.Thread(target=self.deadlines.run_forever, name="rumble-deadlines", daemon=True).start()
         super().init_process()  # loads the app (self.wsgi), then runs the worker's loop
 
@@ -157,7 +170,7 @@ class DeadlineThreadWorker(ThreadWorker):
         self.nr_conns += 1
         seconds, micros = divmod(int(self.send_timeout * 1_000_000), 1_000_000)
         client_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", seconds, micros))
-        conn = TConn(self.cfg, client_sock, client_addr, listener.getsockname())  # non-blocking in the poller
+        conn = LingeringConn(self, self.cfg, client_sock, client_addr, listener.getsockname())
         conn.timeout = time.monotonic() + self.read_timeout  # murder_pending closes it then
         self.pending_conns.append(conn)  # every entry has the same offset, so the deque stays in time order
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_pending_socket_readable, conn))
@@ -223,6 +236,51 @@ class DeadlineThreadWorker(ThreadWorker):
                 self.nr_conns -= 1
                 conn.close()
 
+    def linger(self, conn: LingeringConn) -> None:
+        """Close ``conn`` the graceful way without waiting for the client (in the main thread): shut
+        its write side now, and leave the rest to the poller (``_drain``) and ``murder_keepalived``."""
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)  # the client reads the end of the answer, then closes
+            conn.sock.setblocking(False)
+        except OSError:  # the client is gone already
+            conn.close()
+            return
+        if len(self.lingering) >= MAX_LINGERING:
+            self._end_linger(next(iter(self.lingering)))
+        self.lingering[conn] = time.monotonic() + LINGER_SECONDS  # insertion order is deadline order
+        conn.drained = 0
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._drain, conn))
+
+    def _drain(self, conn: LingeringConn, client) -> None:
+        """Drop what a lingering connection's client sent; close it at its end (or at the cap)."""
+        try:
+            data = conn.sock.recv(LINGER_DRAIN_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        conn.drained += len(data)
+        if not data or conn.drained >= LINGER_DRAIN_BYTES:
+            self._end_linger(conn)
+
+    def _end_linger(self, conn: LingeringConn) -> None:
+        del self.lingering[conn]
+        try:
+            self.poller.unregister(conn.sock)
+        except (OSError, KeyError, ValueError):
+            pass
+        conn.close()
+
+    def murder_keepalived(self, force: bool = False) -> None:
+        """gunicorn's closing of expired kept-alive connections; and of lingering ones past LINGER_SECONDS."""
+        super().murder_keepalived(force)
+        now = time.monotonic()
+        while self.lingering:
+            conn, deadline = next(iter(self.lingering.items()))
+            if deadline > now and not force:
+                break
+            self._end_linger(conn)
+
     def _forget(self, conn, waiting) -> None:
         self.poller.unregister(conn.sock)
         waiting.remove(conn)
@@ -255,6 +313,22 @@ class DeadlineThreadWorker(ThreadWorker):
                 self.send_timeout,
             )
             raise BrokenPipeError(errno.EPIPE, "send timed out") from error
+
+
+class LingeringConn(TConn):
+    """gunicorn's connection, whose graceful close goes to its worker's poller (``linger``)
+    instead of blocking the worker's main thread."""
+
+    def __init__(self, worker: DeadlineThreadWorker, *args) -> None:
+        super().__init__(*args)
+        self.worker = worker
+        self.drained = 0
+
+    def close(self, graceful: bool = False) -> None:
+        if graceful and not self.worker.cfg.is_ssl:  # TLS closes as gunicorn closes it
+            self.worker.linger(self)
+        else:
+            super().close(graceful)
 
 
 def request_complete(data: bytes) -> bool:

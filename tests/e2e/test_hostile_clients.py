@@ -12,13 +12,17 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from .e2e_support import JAVA_POST_HEADERS, live_server
+from rumble.battle import Battle, Side
+from rumble.protocol.upload import format_upload
+
+from .e2e_support import JAVA_POST_HEADERS, live_server, post_like_java
 
 pytestmark = pytest.mark.e2e
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "hostile_mix.py"
@@ -101,3 +105,63 @@ def test_a_body_shorter_than_its_length_gets_the_protocols_refusal(strict_server
     assert (
         rest.partition(b"\r\n\r\n")[2] == f"OK. ERROR: upload body ends after {len(body)} of its 4000 bytes\n".encode()
     )
+
+
+def _read_and_keep_open(address: tuple[str, int], stop: threading.Event, held: list[socket.socket]) -> None:
+    """A client that asks for a page with ``Connection: close``, reads the whole answer, and never
+    closes its side of the connection (until the test ends)."""
+    while not stop.is_set():
+        sock = socket.create_connection(address, timeout=WAIT_S)
+        held.append(sock)
+        sock.sendall(b"GET /RatingsFile?game=roborumble HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        try:
+            while sock.recv(65536):
+                pass
+        except OSError:
+            pass  # the server may cut the oldest lingering connections short: not what is tested here
+
+
+def test_clients_that_never_close_their_side_do_not_hold_up_uploads(tmp_path):
+    """gunicorn 27 closes a finished connection in the worker's main thread, waiting up to 2 s for
+    the client to close its side; eight such clients held every other request of the worker (an
+    upload waited 15 s). rumble.serving leaves them to linger in the poller instead."""
+    with live_server(tmp_path, settings={"BATCH_INTERVAL_MINUTES": "0"}) as server:
+        parts = urlsplit(server.url)
+        stop, held = threading.Event(), []
+        clients = [
+            threading.Thread(target=_read_and_keep_open, args=((parts.hostname, parts.port), stop, held), daemon=True)
+            for _ in range(8)
+        ]
+        try:
+            for client in clients:
+                client.start()
+            time.sleep(1.0)
+            slowest = 0.0
+            for k in range(10):
+                battle = Battle(
+                    game="roborumble",
+                    version="1",
+                    client="1.9.3.9",
+                    teams=False,
+                    melee=False,
+                    rounds=35,
+                    field="800x600",
+                    uploader="Jane Doe",
+                    time_ms=int(time.time() * 1000),
+                    first=Side(f"sample.Linger{k} 1.0", 3000, 1500, 20),
+                    second=Side("sample.Walls 1.0", 2000, 1000, 15),
+                )
+                began = time.monotonic()
+                status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(battle))
+                slowest = max(slowest, time.monotonic() - began)
+                assert status == 200
+                assert text.splitlines()[-1] == f"OK. sample.Linger{k} 1.0 vs sample.Walls 1.0 received for roborumble"
+            opened = len(held)
+        finally:
+            stop.set()
+            for client in clients:
+                client.join(WAIT_S)
+            for sock in held:
+                sock.close()
+        assert slowest < 2.0
+        assert opened >= 100  # the clients kept coming: each got its answer at once
