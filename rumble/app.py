@@ -50,10 +50,14 @@ def create_app(config: dict[str, Any] | None = None, preload_fields: bool = Fals
 
 
 def wrap_wsgi(app: Flask, values: dict[str, Any]) -> None:
-    """The middlewares around the app: client addresses from trusted proxies, then capacity per request class."""
+    """The middlewares around the app: the client's uploads answered without Flask's request
+    machinery, client addresses from trusted proxies, then capacity per request class."""
     from werkzeug.middleware.proxy_fix import ProxyFix
 
     from rumble.web.capacity import Capacity
+    from rumble.web.client import UploadFront
+
+    app.wsgi_app = UploadFront(app, app.wsgi_app)  # type: ignore[method-assign]
 
     proxies = values["TRUSTED_PROXIES"]
     if proxies < 0:

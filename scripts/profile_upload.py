@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def writer_profile(db_path: Path, sent: list[bytes], rumbles: dict, group: int) -> tuple[cProfile.Profile, float, int]:
     """What `rumble serve`'s writer process does for these uploads: each one's transaction, built as
-    the upload view builds it, applied in groups of ``group`` (rumble.store.group_commit), no HTTP."""
+    the upload endpoint builds it, applied in groups of ``group`` (rumble.store.group_commit), no HTTP."""
     config = settings.load()
     db = store.connect(db_path, config["SYNCHRONOUS"], autocheckpoint=False)
     fields.preload_all(db)

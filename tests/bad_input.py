@@ -29,7 +29,6 @@ PATH_VALID = {"game": "roborumble", "name": A, "table": "rankings", "fmt": "csv"
 # What each endpoint reads from its query string (GET) or form (POST), besides its path variables.
 PARAMS: dict[str, tuple[str, ...]] = {
     "static": (),
-    "client.uploaded_results": (),  # its fields are the raw body's (FIELDS), swept on their own
     "client.ratings_file": ("version", "game"),
     "client.remove_old_participant": ("version", "game", "name", "dummy"),
     "bot_pages.bot_details": ("game", "name", "order", "api"),

@@ -79,7 +79,7 @@ class Kind(StrEnum):
 
 @dataclass(frozen=True)
 class UploadOutcome:
-    """One upload's outcome, as the upload view decides it: ``render`` makes the client's answer
+    """One upload's outcome, as the upload endpoint decides it: ``render`` makes the client's answer
     from it, and the upload statistics count it."""
 
     kind: Kind

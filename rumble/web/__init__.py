@@ -20,12 +20,17 @@ _local = threading.local()
 
 def get_db() -> store.Store:
     """This thread's connection to the app's database (reopened after a fork)."""
-    path = current_app.config["RUMBLE"]["DB"]
+    return thread_db(current_app.config["RUMBLE"])
+
+
+def thread_db(settings: dict) -> store.Store:
+    """This thread's connection to the database of ``settings`` (an app's): ``get_db`` outside a request context."""
+    path = settings["DB"]
     db = getattr(_local, "db", None)
     if db is None or _local.pid != os.getpid() or _local.path != path:
         if db is not None and _local.pid == os.getpid():
             db.close()
-        db = store.connect(path, current_app.config["RUMBLE"]["SYNCHRONOUS"], migrate=False, autocheckpoint=False)
+        db = store.connect(path, settings["SYNCHRONOUS"], migrate=False, autocheckpoint=False)
         _local.db, _local.pid, _local.path = db, os.getpid(), path
     return db
 

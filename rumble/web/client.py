@@ -3,16 +3,26 @@
 Every answer is ``200 text/plain``: the client treats any status of 400 or more, and any upload
 answer without an ``OK`` line, as a failure to retry forever. Refusals for good therefore read
 ``OK. ERROR: <reason>``; only a real server fault (an exception, a 500) leaves it retrying.
+
+``/UploadedResults`` is answered by ``UploadFront``, plain WSGI in front of the Flask app (see
+there why); ``/RatingsFile`` and ``/RemoveOldParticipant`` are Flask views.
 """
 
 from __future__ import annotations
 
+import logging
 import random
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
+from typing import Any
 
-from flask import Blueprint, Response, current_app, g, request
+from flask import Blueprint, Flask, Response, current_app, request
+from werkzeug.exceptions import InternalServerError, MethodNotAllowed
+from werkzeug.wrappers import Request
+from werkzeug.wrappers import Response as PlainResponse
 
 from rumble import fields, growth, ingest, overrides, plausibility, store
 from rumble.battle import Battle
@@ -25,12 +35,14 @@ from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fie
 from rumble.store import Store, battle_log, battle_states, bots, melee_battles, removals, tables
 from rumble.store.group_commit import run_in_group
 from rumble.store.rumbles import known_rumble_id, rumble_id
-from rumble.web import clock, get_db, now
-from rumble.web.body import MalformedBody
-from rumble.web.upload_counter import recorded
+from rumble.web import get_db, now, thread_db
+from rumble.web.body import GuardedInput, MalformedBody
+from rumble.web.upload_counter import counts_for, flush_quietly, upload_decided
 
+log = logging.getLogger(__name__)
 bp = Blueprint("client", __name__)
 _rng = random.Random()
+UPLOAD_PATH = "/UploadedResults"
 
 
 def _text(body: str) -> Response:
@@ -47,33 +59,78 @@ def _unreadable(error: MalformedBody) -> Response:
     return _text(replies.refused(error.description))
 
 
-@bp.route("/UploadedResults", methods=["POST"])
-@recorded  # outcome and server time for /RumbleStats
-def uploaded_results() -> Response:
-    """One pair result: parse, check, store in one transaction, answer with counts and priority."""
-    db = get_db()
-    outcome = _receive(db, now())
-    g.upload_outcome = outcome  # for the upload statistics (rumble.web.upload_counter.recorded)
-    response = _text(replies.render(outcome))
-    response.call_on_close(lambda: store.checkpoint_if_due(db))  # after the answer is on its way
-    return response
+class UploadFront:
+    """``POST /UploadedResults``, one pair result: parse, check, store in one transaction, answer
+    with counts and priority; as plain WSGI in front of the Flask app (``rumble.app.wrap_wsgi``
+    puts it inside the trusted-proxy fix, so the client's address is the one it reads). Every other
+    path goes on to Flask; another method on this one is a 405.
+
+    Why not a Flask view: uploads are nearly all the server's requests, and each pays a worker's
+    CPU while the writer process waits for the next. Flask's request context, URL routing and
+    response hooks, none of which an upload uses, cost a worker about as much CPU as the upload's
+    own parsing and checking; with werkzeug's request and response alone, ``rumble serve`` took
+    about a quarter more uploads per second (scripts/bench_upload.py; figures in the README). The
+    answers are the same: the outcome is counted for /RumbleStats (``rumble.web.upload_counter``)
+    and sent with the ``upload_decided`` signal (the app is the sender); a server fault is logged
+    and answered 500 (raised, in a testing app, as Flask would); the counts are flushed and the WAL
+    checkpointed, when due, once the answer is on its way."""
+
+    def __init__(self, app: Flask, inner: Callable) -> None:
+        self.app, self.inner = app, inner
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") != UPLOAD_PATH:
+            return self.inner(environ, start_response)
+        if environ.get("REQUEST_METHOD") != "POST":
+            return MethodNotAllowed(valid_methods=["POST"])(environ, start_response)
+        if "wsgi.input" in environ:  # read errors become MalformedBody (rumble.web.body)
+            environ["wsgi.input"] = GuardedInput(environ["wsgi.input"])
+        return self._answer(Request(environ))(environ, start_response)
+
+    def _answer(self, req: Request) -> Any:
+        settings = self.app.config["RUMBLE"]
+        db = thread_db(settings)
+        counts = counts_for(settings["DB"])
+        moment: Clock = settings["CLOCK"]
+        started = time.perf_counter()
+        try:
+            outcome = _receive(req, db, moment.now(), settings, self.app.extensions)
+        except Exception as error:
+            # The exception's class only: its message may hold paths or data not for a public page
+            # (the server's log has the whole traceback).
+            failed = UploadOutcome(Kind.ERROR, reason=f"server error ({type(error).__name__})")
+            counts.record(failed, (time.perf_counter() - started) * 1000, moment.now())
+            upload_decided.send(self.app, outcome=failed)
+            if self.app.config["PROPAGATE_EXCEPTIONS"] or self.app.testing:
+                raise
+            log.exception("the upload from %s failed", req.remote_addr)
+            return InternalServerError()
+        counts.record(outcome, (time.perf_counter() - started) * 1000, moment.now())
+        upload_decided.send(self.app, outcome=outcome)
+        response = PlainResponse(replies.render(outcome), status=200, mimetype="text/plain")
+        response.call_on_close(partial(_after_answer, counts, db))
+        return response
 
 
-def _receive(db, moment: datetime) -> UploadOutcome:
+def _after_answer(counts, db: Store) -> None:
+    """Once the answer is on its way: the WAL checkpoint and the upload counts, each when due."""
+    store.checkpoint_if_due(db)
+    flush_quietly(counts, db)
+
+
+def _receive(req: Request, db: Store, moment: datetime, settings: dict, extensions: dict) -> UploadOutcome:
     """Decide one upload's outcome; a stored one is committed before this returns."""
-    settings = _settings()
     limit = settings["MAX_UPLOAD_BYTES"]
-    if (request.content_length or 0) > limit:
-        return _refused(f"upload of {request.content_length} bytes is larger than {limit}")
+    if (req.content_length or 0) > limit:
+        return _refused(f"upload of {req.content_length} bytes is larger than {limit}")
     try:
-        body = request.stream.read(limit + 1)
+        body = req.stream.read(limit + 1)
     except MalformedBody as error:  # a broken chunked body: refused in the protocol's form, counted as refused
         return _refused(error.description)
     if len(body) > limit:
         return _refused(f"upload is larger than {limit} bytes")
-    if request.content_length is not None and len(body) < request.content_length:  # the sender stopped early
-        return _refused(f"upload body ends after {len(body)} of its {request.content_length} bytes")
-    rumbles = current_app.extensions["rumble.rumbles"]
+    if req.content_length is not None and len(body) < req.content_length:  # the sender stopped early
+        return _refused(f"upload body ends after {len(body)} of its {req.content_length} bytes")
     stored = overrides.load(db)  # the whitelist and rumble settings maintainers set from /admin
     try:
         battle = parse_upload(body)
@@ -82,7 +139,7 @@ def _receive(db, moment: datetime) -> UploadOutcome:
             max_age_ms=int(settings["MAX_BATTLE_AGE_HOURS"] * 3_600_000),
             max_skew_ms=int(settings["MAX_CLOCK_SKEW_MINUTES"] * 60_000),
         )
-        rumble = stored.rumble(rumbles.get(battle.game))
+        rumble = stored.rumble(extensions["rumble.rumbles"].get(battle.game))
         check_upload(battle, rumble, policy, int(moment.timestamp() * 1000))
     except ProtocolError as error:
         return _refused(str(error))
@@ -92,9 +149,9 @@ def _receive(db, moment: datetime) -> UploadOutcome:
     # Applied in a transaction shared with the other uploads waiting for the write lock, by the
     # server's writer process (rumble.store.single_writer) or else by this worker
     # (rumble.store.group_commit); answered only once it is committed.
-    work = upload_work(battle, suspicion, rumble, settings, clock(), request.remote_addr)
+    work = upload_work(battle, suspicion, rumble, settings, settings["CLOCK"], req.remote_addr)
     prepare = partial(_prepare, battle.game)
-    writer = current_app.extensions.get("rumble.writer")
+    writer = extensions.get("rumble.writer")
     if writer is not None:
         return writer.run(db, work, prepare)
     prepare(db)

@@ -1,14 +1,13 @@
 """Counting uploads: each answer's outcome and server time, kept in the worker's memory and added to
 the database (rumble.store.upload_stats) at most every FLUSH_SECONDS, after an answer has gone out.
 
-``recorded`` wraps the upload view: it counts the outcome the view decided
-(``rumble.protocol.replies.UploadOutcome``, left on ``flask.g``), or a server error when the view
-raised, and sends it with the ``upload_decided`` signal (the app is the sender) to whoever listens.
+The upload endpoint (``rumble.web.client.UploadFront``) counts the outcome it decided
+(``rumble.protocol.replies.UploadOutcome``), or a server error when it raised, and sends it with the
+``upload_decided`` signal (the app is the sender) to whoever listens.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -68,38 +67,9 @@ def counts_for(path: str) -> Counts:
     return _by_database[str(path)]
 
 
-def _flush_quietly(counts: Counts, db: store.Store) -> None:
+def flush_quietly(counts: Counts, db: store.Store) -> None:
     """Flush after the answer: a failure (the database busy past its timeout) loses these counts, never an upload."""
     try:
         counts.flush(db)
     except Exception:
         log.exception("could not save the upload counts")
-
-
-def recorded(view):
-    """Wrap the upload view: time it, count its outcome, flush when due once the answer is sent."""
-
-    @functools.wraps(view)
-    def wrapper(*args, **kwargs):
-        from flask import current_app, g
-
-        from rumble.web import get_db, now
-
-        counts = counts_for(current_app.config["RUMBLE"]["DB"])
-        started = time.perf_counter()
-        try:
-            response = view(*args, **kwargs)
-        except Exception as error:
-            # The exception's class only: its message may hold paths or data not for a public page
-            # (the server's log has the whole traceback).
-            failed = UploadOutcome(Kind.ERROR, reason=f"server error ({type(error).__name__})")
-            counts.record(failed, (time.perf_counter() - started) * 1000, now())
-            upload_decided.send(current_app._get_current_object(), outcome=failed)  # type: ignore[attr-defined]
-            raise
-        counts.record(g.upload_outcome, (time.perf_counter() - started) * 1000, now())
-        upload_decided.send(current_app._get_current_object(), outcome=g.upload_outcome)  # type: ignore[attr-defined]
-        db = get_db()
-        response.call_on_close(lambda: _flush_quietly(counts, db))
-        return response
-
-    return wrapper

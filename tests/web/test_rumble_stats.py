@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from conftest import battle
 
-from rumble.protocol.replies import Kind
+from rumble.protocol.replies import Kind, UploadOutcome
+from rumble.protocol.upload import format_upload
 
 
 def test_contributors_and_days_count_the_log(client, upload, clock):
@@ -89,6 +90,34 @@ def test_each_outcome_is_counted_under_its_kind_and_game(app, upload, db):
     assert [(d["accepted"], d["held"], d["refused"]) for d in per_game["minirumble"]] == [(1, 0, 0)]
     assert [(d["accepted"], d["held"], d["refused"]) for d in per_game["roborumble"]] == [(0, 1, 0)]
     assert [(d["accepted"], d["held"], d["refused"]) for d in stored.per_day(db, None, "0000-00-00")] == [(1, 1, 1)]
+
+
+def test_a_server_fault_is_answered_500_counted_as_an_error_and_stores_nothing(app, client, db, monkeypatch, caplog):
+    """An upload whose transaction raises: 500 (the client sends it again), nothing of it stored,
+    counted as a server error under its class name only, and logged."""
+    from rumble.web import client as endpoints
+    from rumble.web.upload_counter import counts_for, upload_decided
+
+    def failing(*args):
+        raise RuntimeError("disk on fire at /secret/path")
+
+    monkeypatch.setattr(endpoints, "_store", failing)
+    app.testing = False  # as served: the fault is answered, not raised to the caller
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    decided = []
+    with upload_decided.connected_to(lambda app, outcome: decided.append(outcome), sender=app):
+        response = client.post(
+            "/UploadedResults", data=format_upload(battle()), content_type="application/x-www-form-urlencoded"
+        )
+    assert response.status_code == 500
+    assert "disk on fire" in caplog.text  # the whole error in the server's log only
+    assert decided == [UploadOutcome(Kind.ERROR, reason="server error (RuntimeError)")]
+    assert db.execute("SELECT count(*) FROM battles").fetchone()[0] == 0
+    assert counts_for(app.config["RUMBLE"]["DB"]).flush(db, force=True)
+    (day,) = client.get("/RumbleStats?api=1").json["uploads"]
+    assert (day["accepted"], day["refused"], day["error"]) == (0, 0, 1)
+    (error,) = client.get("/RumbleStats?api=1").json["upload_errors"]
+    assert error["reason"] == "server error (RuntimeError)"
 
 
 def test_the_uploads_chart_adds_refusals_and_server_time_once_counted(app, client, upload):
