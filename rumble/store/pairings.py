@@ -31,11 +31,16 @@ def pairing_pair(db: Store, rumble_id: int, a: int, b: int) -> tuple[Pairing | N
     return found.get(a), found.get(b)
 
 
+_UPSERT_PAIRING = (
+    f"INSERT INTO pairings (rumble_id, bot_id, opponent_id, {_PAIRING}, priority) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (rumble_id, bot_id, opponent_id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in (*_PAIRING.split(", "), "priority"))
+)  # an update in place: INSERT OR REPLACE deletes the row and its index entries, then inserts them again
+
+
 def put_pairing(db: Store, rumble_id: int, bot: int, opponent: int, p: Pairing, priority: float | None) -> None:
     db.execute(
-        f"INSERT OR REPLACE INTO pairings (rumble_id, bot_id, opponent_id, {_PAIRING}, priority) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (rumble_id, bot, opponent, p.battles, p.aps, p.aps_m2, p.survival, p.last_battle, priority),
+        _UPSERT_PAIRING, (rumble_id, bot, opponent, p.battles, p.aps, p.aps_m2, p.survival, p.last_battle, priority)
     )
 
 
@@ -73,8 +78,11 @@ def totals_of(db: Store, rumble_id: int, bots) -> dict[int, tuple[Totals, str]]:
 def put_totals(db: Store, rumble_id: int, rows: Iterable[tuple[int, Totals, Summary, str]]) -> None:
     """Write (bot, totals, summary, last battle) rows."""
     db.conn.executemany(
-        f"INSERT OR REPLACE INTO bot_summaries (rumble_id, bot_id, {_TOTALS}, aps, aps_ci, survival, pl, pwin, "
-        "last_battle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO bot_summaries (rumble_id, bot_id, {_TOTALS}, aps, aps_ci, survival, pl, pwin, "
+        "last_battle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (rumble_id, bot_id) DO UPDATE SET "
+        + ", ".join(
+            f"{c} = excluded.{c}" for c in (_TOTALS + ", aps, aps_ci, survival, pl, pwin, last_battle").split(", ")
+        ),
         [
             (rumble_id, bot, *_totals_to_row(t), s.aps, s.aps_ci, s.survival, s.pl, s.pwin, last)
             for bot, t, s, last in rows

@@ -16,7 +16,8 @@ _SELECT = ", ".join(COLUMNS)
 def put_ratings(db: Store, rumble_id: int, rows: Iterable[tuple[int, BotRatings]]) -> None:
     """Write (bot, ratings) rows."""
     db.conn.executemany(
-        f"INSERT OR REPLACE INTO ratings (rumble_id, bot_id, {_SELECT}) VALUES (?, ?, {', '.join('?' * len(COLUMNS))})",
+        f"INSERT INTO ratings (rumble_id, bot_id, {_SELECT}) VALUES (?, ?, {', '.join('?' * len(COLUMNS))}) "
+        f"ON CONFLICT (rumble_id, bot_id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in COLUMNS)}",
         [(rumble_id, bot, *r.values, r.xonstat_battles) for bot, r in rows],
     )
 
