@@ -67,7 +67,7 @@ from rumble import fields
 from rumble.ratings import melee_step, weng_lin, xonstat
 from rumble.ratings.online import Field, seconds
 from rumble.store import Store, format_time, melee_battles, rating_rows, write
-from rumble.store.melee_battles import MeleeBattle, MeleeRating, PairRow
+from rumble.store.melee_battles import Figures, MeleeBattle, MeleeRating, PairRow
 
 WINDOW_MS = 1_000
 TIMEOUT_S = 300  # the client uploads a battle's pairs within seconds; a retry comes an iteration later
@@ -80,22 +80,28 @@ def add_pair(db: Store, rumble_id: int, pair: PairRow, field: Field, ratings: bo
     its pairings already holding this pair; a closed battle's bots are rated in it once each, and
     their rows of the ratings table written unless ``ratings`` is False (a rebuild writes them all)."""
     rated = _timeouts(db, rumble_id, pair.received_at, pair.id, field, ratings)
-    target = next((b.id for b in melee_battles.open_battles(db, rumble_id, pair.uploader) if _fits(db, b, pair)), None)
-    if target is None:
+    open_battles = melee_battles.open_battles(db, rumble_id, pair.uploader, pair.client_time, WINDOW_MS)
+    gathered: Gathered | None = next((found for b in open_battles if (found := _fits(db, b, pair)) is not None), None)
+    if gathered is None:
         late = [
             b
             for b in melee_battles.rated_battles_near(db, rumble_id, pair.uploader, pair.client_time, WINDOW_MS)
-            if _fits(db, b, pair)
+            if _fits(db, b, pair) is not None
         ]
         if late:
             melee_battles.add_pair(db, late[0].id, pair, late=True)
             return rated
-        target = pair.id
-        melee_battles.create_battle(db, target, rumble_id, pair.uploader, pair.client_time, pair.received_at)
+        gathered = (pair.id, {}, set())
+        melee_battles.create_battle(db, pair.id, rumble_id, pair.uploader, pair.client_time, pair.received_at)
+    target, figures, pairs = gathered
     melee_battles.add_pair(db, target, pair, late=False)
-    if _complete(db, target):
+    # The battle's bots and pairs as its rows now hold them: read once by _fits, this pair added.
+    figures.setdefault(pair.first_id, pair.first)
+    figures.setdefault(pair.second_id, pair.second)
+    pairs.add(frozenset((pair.first_id, pair.second_id)))
+    if _complete(figures, pairs):
         rated.append(_close(db, rumble_id, target, "complete", pair.id, field, ratings))
-    elif _prioritized_complete(db, target):
+    elif _prioritized_complete(figures, pairs):
         rated.append(_close(db, rumble_id, target, "prioritized", pair.id, field, ratings))
     return rated
 
@@ -140,33 +146,38 @@ def _cutoff(received_at: str) -> str:
     return format_time(datetime.fromisoformat(received_at) - timedelta(seconds=TIMEOUT_S))
 
 
-def _fits(db: Store, battle: MeleeBattle, pair: PairRow) -> bool:
-    """True if ``pair`` can be a pair of ``battle``: close in client time, new to it, its bots' figures consistent."""
+Gathered = tuple[int, dict[int, Figures], set[frozenset[int]]]  # a battle's id, its bots' figures, its pairs
+
+
+def _fits(db: Store, battle: MeleeBattle, pair: PairRow) -> Gathered | None:
+    """``battle`` as gathered so far if ``pair`` can be a pair of it (close in client time, new to
+    it, its bots' figures consistent), else None."""
     if max(battle.last_time, pair.client_time) - min(battle.first_time, pair.client_time) > WINDOW_MS:
-        return False
-    if frozenset((pair.first_id, pair.second_id)) in melee_battles.pairs_of(db, battle.id):
-        return False
+        return None
+    pairs = melee_battles.pairs_of(db, battle.id)
+    if frozenset((pair.first_id, pair.second_id)) in pairs:
+        return None
     known = melee_battles.entries(db, battle.id)
-    return all(
+    consistent = all(
         known.get(bot, figures) == figures
         for bot, figures in ((pair.first_id, pair.first), (pair.second_id, pair.second))
     )
+    return (battle.id, known, pairs) if consistent else None
 
 
-def _complete(db: Store, melee_id: int) -> bool:
-    n = len(melee_battles.entries(db, melee_id))
-    return n == STOCK_MELEE_BOTS and len(melee_battles.pairs_of(db, melee_id)) == n * (n - 1) // 2
+def _complete(figures: dict[int, Figures], pairs: set[frozenset[int]]) -> bool:
+    """True for all 45 pairs of a battle of the stock 10 bots."""
+    n = len(figures)
+    return n == STOCK_MELEE_BOTS and len(pairs) == n * (n - 1) // 2
 
 
-def _prioritized_complete(db: Store, melee_id: int) -> bool:
+def _prioritized_complete(figures: dict[int, Figures], pairs: set[frozenset[int]]) -> bool:
     """True for the 17 pairs of a whole prioritized battle (protocol.md 7.5): 10 bots, and two *hub*
     bots each paired with all 9 others, every pair holding a hub. Unless the hubs are the battle's
     two best scores: an ordinary battle's pairs come in ranking order (``fname`` outranks ``sname``),
     so its first 17 pairs are exactly the two best bots' pairs, and such a battle is left to
     complete (or time out). A prioritized battle whose two chosen bots finished first and second is
     therefore still rated on the timeout, as every division copy is."""
-    figures = melee_battles.entries(db, melee_id)
-    pairs = melee_battles.pairs_of(db, melee_id)
     n = len(figures)
     if n != STOCK_MELEE_BOTS or len(pairs) != 2 * n - 3:
         return False

@@ -82,10 +82,13 @@ def opens_battle(db: Store, battle_id: int) -> bool:
     return db.execute("SELECT 1 FROM melee_battles WHERE id = ?", (battle_id,)).fetchone() is not None
 
 
-def open_battles(db: Store, rumble_id: int, uploader: str) -> list[MeleeBattle]:
+def open_battles(db: Store, rumble_id: int, uploader: str, client_time: int, window_ms: int) -> list[MeleeBattle]:
+    """Open battles of ``uploader`` whose client times come within ``window_ms`` of ``client_time``
+    (the others cannot take a pair of that time), oldest first."""
     rows = db.execute(
-        f"SELECT {_BATTLE} FROM melee_battles WHERE rumble_id = ? AND state = 'open' AND uploader = ? ORDER BY id",
-        (rumble_id, uploader),
+        f"SELECT {_BATTLE} FROM melee_battles WHERE rumble_id = ? AND state = 'open' AND uploader = ? "
+        "AND last_time >= ? AND first_time <= ? ORDER BY id",
+        (rumble_id, uploader, client_time - window_ms, client_time + window_ms),
     ).fetchall()
     return [MeleeBattle(*row) for row in rows]
 
