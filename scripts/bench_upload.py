@@ -69,6 +69,11 @@ TARGET_P99_MS = 50.0
 RATIO_GOAL = 0.5  # rumble/bare, from issue 15
 NEWCOMER_SHARE = 0.1  # of the uploads once a newcomer has entered: one side is a newcomer
 MELEE_FIELD = 10  # bots in a melee battle: 45 pair uploads each
+# A client's melee battles in client time: further apart than the server's window for gathering
+# one battle's pairs (rumble.melee.WINDOW_MS, 1 s), as a real battle's minutes keep them; starting
+# far enough back that a run's battles stay in the past (the server refuses times ahead of its clock).
+MELEE_BATTLE_MS = 2_000
+MELEE_PAST_MS = 3_600_000
 MELEE_GAME = "meleerumble"
 BARE_SCRIPT = Path(__file__).resolve().parent / "bare_http.py"
 # Spread of one battle's score share around the pairing's expected share: Beta(K·p, K·(1-p)) has
@@ -476,11 +481,13 @@ def pair_uploads(job: ClientJob, rng: np.random.Generator) -> Iterator[tuple[str
 
 
 def melee_battle(job: ClientJob, rng: np.random.Generator) -> list[tuple[str, str, list[int]]]:
-    """One melee battle of MELEE_FIELD bots (ladder bots and entered newcomers) as its pairs (a, b, figures)."""
+    """One melee battle of MELEE_FIELD bots (ladder bots and entered newcomers) as its pairs (a, b,
+    figures), in the real client's order: every pair i < j over the final ranking, so the first
+    bot always outranks the second (protocol.md 7.5)."""
     pool = job.ladder.names[: job.melee_bots] + entered(job, time.time())
     bots = [pool[k] for k in rng.choice(len(pool), MELEE_FIELD, replace=False)]
     rounds = job.rumble.rounds
-    scores = rng.integers(300, 4000, MELEE_FIELD).tolist()
+    scores = sorted(rng.integers(300, 4000, MELEE_FIELD).tolist(), reverse=True)  # the ranking: best first
     bullets = [int(score * rng.uniform(0.3, 0.6)) for score in scores]
     firsts = rng.multinomial(rounds, [1 / MELEE_FIELD] * MELEE_FIELD).tolist()
     return [
@@ -501,7 +508,10 @@ def run_client(job: ClientJob) -> ClientResult:
     while True:
         # a melee battle's pairs share their client time, as the real client's do
         uploads = melee_battle(job, rng) if job.scenario == "melee" else [next(pairs)]
-        last_ms = max(int(time.time() * 1000), last_ms + 1)  # unique per uploader: never a duplicate
+        if job.scenario != "melee":
+            last_ms = max(int(time.time() * 1000), last_ms + 1)  # unique per uploader: never a duplicate
+        else:  # battles MELEE_BATTLE_MS apart, from MELEE_PAST_MS ago (one takes a real client minutes)
+            last_ms = last_ms + MELEE_BATTLE_MS if last_ms else int(time.time() * 1000) - MELEE_PAST_MS
         for a, b, row in uploads:
             now = time.time()
             if now >= job.stop_at:

@@ -46,7 +46,7 @@ def bodies(ladder: bench_upload.Ladder, rumbles: dict, args: argparse.Namespace)
     plain = bench_upload.ClientJob(ladder, rumble, 0, 1, 0, 0.0, 0.0, scenario)
     pairs = bench_upload.pair_uploads(plain, rng)  # ladder pairs; newcomers put in below
     found: list[bytes] = []
-    last_ms = int(time.time() * 1000) - 10 * args.uploads
+    last_ms = int(time.time() * 1000) - (bench_upload.MELEE_PAST_MS if args.melee else 10 * args.uploads)
     while len(found) < args.uploads:
         entered = min(args.newcomers, len(found) * args.newcomers // args.uploads + 1)
         if args.melee:
@@ -60,7 +60,7 @@ def bodies(ladder: bench_upload.Ladder, rumbles: dict, args: argparse.Namespace)
             if newcomers and rng.random() < bench_upload.NEWCOMER_SHARE:
                 b = newcomers[int(rng.integers(entered))]
             uploads = [(a, b, row)]
-        last_ms += 1
+        last_ms += bench_upload.MELEE_BATTLE_MS if args.melee else 1  # melee: battles apart, as bench_upload.py's
         for a, b, row in uploads:
             found.append(format_upload(bench_upload.to_battle(rumble, a, b, row, last_ms, "profile")))
     return found[: args.uploads]
