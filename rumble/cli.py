@@ -112,15 +112,19 @@ def _connection_limit(threads: int, wanted: int = 1000) -> int:
     """Connections one worker holds at most (gunicorn's worker_connections, 1000 by default), within
     the open-files limit, which is first raised to its hard limit: an ``accept`` past that limit
     would fail and end the worker. Each thread's SQLite connection takes about 4 files, and its
-    connection to the writer process (rumble.store.single_writer) one more."""
+    connection to the writer process (rumble.store.single_writer) one more; finished connections
+    lingering until their client closes (rumble.serving.MAX_LINGERING) are not counted as
+    connections but hold a file each."""
+    from rumble.serving import MAX_LINGERING
+
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = wanted + 5 * threads + 100
+    target = wanted + MAX_LINGERING + 5 * threads + 100
     if soft != resource.RLIM_INFINITY and soft < target:
         soft = target if hard == resource.RLIM_INFINITY else min(target, hard)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     if soft == resource.RLIM_INFINITY:
         return wanted
-    return max(threads + 16, min(wanted, soft - 5 * threads - 100))
+    return max(threads + 16, min(wanted, soft - MAX_LINGERING - 5 * threads - 100))
 
 
 def _log_to_stderr(level: int) -> None:

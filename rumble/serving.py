@@ -164,6 +164,10 @@ class DeadlineThreadWorker(ThreadWorker):
         try:
             client_sock, client_addr = listener.accept()
         except OSError as error:
+            if error.errno in (errno.EMFILE, errno.ENFILE) and self.lingering:
+                # Out of files: the oldest lingering connection gives its up (the next event accepts).
+                self._end_linger(next(iter(self.lingering)))
+                return
             if error.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
                 raise
             return
@@ -253,6 +257,8 @@ class DeadlineThreadWorker(ThreadWorker):
 
     def _drain(self, conn: LingeringConn, client) -> None:
         """Drop what a lingering connection's client sent; close it at its end (or at the cap)."""
+        if conn not in self.lingering:  # closed earlier in this round of events (evicted): nothing to read
+            return
         try:
             data = conn.sock.recv(LINGER_DRAIN_BYTES)
         except (BlockingIOError, InterruptedError):
@@ -264,7 +270,8 @@ class DeadlineThreadWorker(ThreadWorker):
             self._end_linger(conn)
 
     def _end_linger(self, conn: LingeringConn) -> None:
-        del self.lingering[conn]
+        if self.lingering.pop(conn, None) is None:
+            return
         try:
             self.poller.unregister(conn.sock)
         except (OSError, KeyError, ValueError):

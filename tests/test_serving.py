@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import collections
+import errno
+import selectors
 import socket
 import threading
 import time
 
 import pytest
 
-from rumble.serving import Deadlines, request_complete
+from rumble import serving
+from rumble.serving import Deadlines, DeadlineThreadWorker, LingeringConn, request_complete
 
 
 def test_an_overdue_read_ends_with_end_of_file():
@@ -66,3 +70,84 @@ def test_a_socket_shut_for_reading_can_still_answer():
 )
 def test_a_request_is_handed_to_a_thread_once_complete(data, complete):
     assert request_complete(data) is complete
+
+
+class _Cfg:
+    is_ssl = False
+
+
+def _lingering_worker() -> DeadlineThreadWorker:
+    """The parts of a worker that lingering uses (its poller and lingering connections), without gunicorn's set-up."""
+    worker = object.__new__(DeadlineThreadWorker)
+    worker.cfg = _Cfg()
+    worker.poller = selectors.DefaultSelector()
+    worker.lingering = {}
+    worker.keepalived_conns = collections.deque()
+    worker.nr_conns = 0
+    return worker
+
+
+def _dispatch(worker: DeadlineThreadWorker) -> None:
+    for key, _ in worker.poller.select(0):
+        key.data(key.fileobj)
+
+
+def test_a_finished_connection_lingers_until_its_client_closes():
+    worker = _lingering_worker()
+    server, client = socket.socketpair()
+    with client:
+        conn = LingeringConn(worker, worker.cfg, server, "client", "server")
+        conn.close(graceful=True)  # as gunicorn's finish_request closes a Connection: close answer
+        assert client.recv(100) == b""  # the server's side is shut for writing at once
+        client.sendall(b"more the server never reads")
+        _dispatch(worker)
+        assert list(worker.lingering) == [conn] and server.fileno() != -1  # read and dropped, still open
+        client.shutdown(socket.SHUT_WR)
+        _dispatch(worker)
+        assert worker.lingering == {} and server.fileno() == -1
+
+
+def test_a_lingering_connection_is_closed_after_its_time(monkeypatch):
+    worker = _lingering_worker()
+    server, client = socket.socketpair()
+    with client:
+        conn = LingeringConn(worker, worker.cfg, server, "client", "server")
+        conn.close(graceful=True)
+        worker.murder_keepalived()
+        assert list(worker.lingering) == [conn]
+        later = time.monotonic() + serving.LINGER_SECONDS + 1
+        monkeypatch.setattr(serving.time, "monotonic", lambda: later)
+        worker.murder_keepalived()
+        assert worker.lingering == {} and server.fileno() == -1
+
+
+def test_an_evicted_connection_whose_client_closed_in_the_same_round_is_dropped_once(monkeypatch):
+    """The oldest lingering connection is closed to make room while its own end-of-file waits in
+    the same round of events: its event is then skipped, not a KeyError that ends the worker."""
+    monkeypatch.setattr(serving, "MAX_LINGERING", 1)
+    worker = _lingering_worker()
+    first, first_client = socket.socketpair()
+    second, second_client = socket.socketpair()
+    with first_client, second_client:
+        old = LingeringConn(worker, worker.cfg, first, "a", "server")
+        old.close(graceful=True)
+        first_client.close()  # its end of file is now waiting in the poller
+        events = worker.poller.select(0)
+        LingeringConn(worker, worker.cfg, second, "b", "server").close(graceful=True)  # evicts ``old``
+        for key, _ in events:
+            key.data(key.fileobj)
+        assert list(worker.lingering) != [old] and len(worker.lingering) == 1 and first.fileno() == -1
+    second.close()
+
+
+def test_out_of_files_an_accept_closes_the_oldest_lingering_connection_instead_of_ending_the_worker():
+    class Listener:
+        def accept(self):
+            raise OSError(errno.EMFILE, "Too many open files")
+
+    worker = _lingering_worker()
+    server, client = socket.socketpair()
+    with client:
+        LingeringConn(worker, worker.cfg, server, "client", "server").close(graceful=True)
+        worker.accept(Listener())  # no exception: the worker goes on
+        assert worker.lingering == {} and server.fileno() == -1

@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 bp = Blueprint("client", __name__)
 _rng = random.Random()
 UPLOAD_PATH = "/UploadedResults"
+ALLOWED = "OPTIONS, POST"  # its methods, as the Allow header lists them
 
 
 def _text(body: str) -> Response:
@@ -81,33 +82,38 @@ class UploadFront:
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         if environ.get("PATH_INFO") != UPLOAD_PATH:
             return self.inner(environ, start_response)
-        if environ.get("REQUEST_METHOD") != "POST":
-            return MethodNotAllowed(valid_methods=["POST"])(environ, start_response)
+        method = environ.get("REQUEST_METHOD")
+        if method == "OPTIONS":  # as Flask answers it for a POST route
+            return PlainResponse(status=200, headers={"Allow": ALLOWED})(environ, start_response)
+        if method != "POST":
+            return MethodNotAllowed(valid_methods=ALLOWED.split(", "))(environ, start_response)
         if "wsgi.input" in environ:  # read errors become MalformedBody (rumble.web.body)
             environ["wsgi.input"] = GuardedInput(environ["wsgi.input"])
         return self._answer(Request(environ))(environ, start_response)
 
     def _answer(self, req: Request) -> Any:
         settings = self.app.config["RUMBLE"]
-        db = thread_db(settings)
         counts = counts_for(settings["DB"])
         moment: Clock = settings["CLOCK"]
         started = time.perf_counter()
         try:
+            db = thread_db(settings)
             outcome = _receive(req, db, moment.now(), settings, self.app.extensions)
+            answer = replies.render(outcome)
         except Exception as error:
             # The exception's class only: its message may hold paths or data not for a public page
             # (the server's log has the whole traceback).
             failed = UploadOutcome(Kind.ERROR, reason=f"server error ({type(error).__name__})")
             counts.record(failed, (time.perf_counter() - started) * 1000, moment.now())
             upload_decided.send(self.app, outcome=failed)
-            if self.app.config["PROPAGATE_EXCEPTIONS"] or self.app.testing:
+            propagate = self.app.config["PROPAGATE_EXCEPTIONS"]  # Flask's own rule
+            if propagate if propagate is not None else (self.app.testing or self.app.debug):
                 raise
             log.exception("the upload from %s failed", req.remote_addr)
             return InternalServerError()
         counts.record(outcome, (time.perf_counter() - started) * 1000, moment.now())
         upload_decided.send(self.app, outcome=outcome)
-        response = PlainResponse(replies.render(outcome), status=200, mimetype="text/plain")
+        response = PlainResponse(answer, status=200, mimetype="text/plain")
         response.call_on_close(partial(_after_answer, counts, db))
         return response
 

@@ -124,9 +124,16 @@ def test_oversized_body_is_refused_without_reading_it(app, client):
     assert _state(app)[0] == []
 
 
-@pytest.mark.parametrize("method", ["get", "put", "delete"])
+@pytest.mark.parametrize("method", ["get", "put", "delete", "head"])
 def test_wrong_method_on_upload_is_405(client, method):
-    assert getattr(client, method)("/UploadedResults").status_code == 405
+    response = getattr(client, method)("/UploadedResults")
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "OPTIONS, POST"
+
+
+def test_options_on_upload_lists_its_methods(client):
+    response = client.options("/UploadedResults")
+    assert (response.status_code, response.headers["Allow"]) == (200, "OPTIONS, POST")
 
 
 def test_ratings_file_has_the_clients_three_fields(client, upload, clock):
