@@ -18,8 +18,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from conftest import battle
 
-from rumble.battle import Battle, Side
 from rumble.protocol.upload import format_upload
 
 from .e2e_support import JAVA_POST_HEADERS, live_server, post_like_java
@@ -138,24 +138,12 @@ def test_clients_that_never_close_their_side_do_not_hold_up_uploads(tmp_path):
             time.sleep(1.0)
             slowest = 0.0
             for k in range(10):
-                battle = Battle(
-                    game="roborumble",
-                    version="1",
-                    client="1.9.3.9",
-                    teams=False,
-                    melee=False,
-                    rounds=35,
-                    field="800x600",
-                    uploader="Jane Doe",
-                    time_ms=int(time.time() * 1000),
-                    first=Side(f"sample.Linger{k} 1.0", 3000, 1500, 20),
-                    second=Side("sample.Walls 1.0", 2000, 1000, 15),
-                )
+                sent = battle(f"sample.Linger{k} 1.0", "sample.Walls 1.0")
                 began = time.monotonic()
-                status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(battle))
+                status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(sent))
                 slowest = max(slowest, time.monotonic() - began)
                 assert status == 200
-                assert text.splitlines()[-1] == f"OK. sample.Linger{k} 1.0 vs sample.Walls 1.0 received for roborumble"
+                assert text.splitlines()[-1] == f"OK. {sent.first.name} vs {sent.second.name} received for roborumble"
             opened = len(held)
         finally:
             stop.set()
