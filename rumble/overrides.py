@@ -55,7 +55,19 @@ class Effective:
 
 
 def load(db: Store) -> Effective:
-    return Effective(admin_settings.all_overrides(db))
+    """The stored settings. Outside a transaction, this process's copy while the settings' stamp is
+    unchanged (``admin_settings.stamp``: each upload asks, and a query per upload cost a worker
+    about a tenth of its uploads per second); inside one, always read (it may have changed them)."""
+    if db.conn.in_transaction:
+        return Effective(admin_settings.all_overrides(db))
+    seen = admin_settings.stamp(db)  # before the read: a change after it is seen by the next call
+    kept = db.shared.get("overrides")
+    if seen is not None and kept is not None and kept[0] == seen:
+        return kept[1]
+    effective = Effective(admin_settings.all_overrides(db))
+    if seen is not None:
+        db.shared["overrides"] = (seen, effective)
+    return effective
 
 
 def parse_clients(text: str) -> tuple[str, ...]:

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
@@ -50,6 +51,7 @@ class Store(sqlite_utils.Database):
     shared: dict  # this process's cache for the file, shared by its connections (one per thread)
     commits_since_checkpoint = 0
     epoch: int | None = None  # PRAGMA user_version as last seen: bumped by each restore (store.backup)
+    after_commit: dict[str, Callable[[], None]]  # run once the current write transaction is committed
 
     def close(self) -> None:
         if self._lock_file is not None:
@@ -87,6 +89,7 @@ def connect(
         raise ValueError(f"SYNCHRONOUS must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
     db = Store(conn)
     db._cache = {}
+    db.after_commit = {}
     db.shared = {} if memory else _shared_cache(path)  # each in-memory database is a database of its own
     db.epoch = conn.execute("PRAGMA user_version").fetchone()[0]
     if not memory:
@@ -149,6 +152,7 @@ def write(db: Store) -> Iterator[Store]:
     """One write transaction: everything inside is committed together or not at all."""
     with file_lock(db):
         db.conn.execute("BEGIN IMMEDIATE")
+        db.after_commit.clear()
         try:
             epoch = db.conn.execute("PRAGMA user_version").fetchone()[0]
             if epoch != db.epoch:  # the file was restored from a backup: cached ids may be gone
@@ -162,8 +166,20 @@ def write(db: Store) -> Iterator[Store]:
                 db.conn.execute("ROLLBACK")
             db._cache.clear()  # ids cached during a rolled-back transaction may not exist
             db.shared.clear()  # nor the field changes it made in memory
+            db.after_commit.clear()
             raise
         db.commits_since_checkpoint += 1
+        _run_after_commit(db)
+
+
+def _run_after_commit(db: Store) -> None:
+    """What the committed transaction asked to run after it (a failure is logged: the data is stored)."""
+    done, db.after_commit = db.after_commit, {}
+    for call in done.values():
+        try:
+            call()
+        except Exception:
+            logging.getLogger(__name__).exception("an action after a commit failed")
 
 
 def restore_epoch(db: Store) -> int:

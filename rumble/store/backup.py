@@ -22,7 +22,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from rumble.store import BUSY_TIMEOUT_MS, Store, file_lock
+from rumble.store import BUSY_TIMEOUT_MS, Store, admin_settings, file_lock
 
 STEP_PAGES = 1024  # pages per backup step: 4 MiB at SQLite's default page size
 REQUIRED_TABLES = ("_sqlite_migrations", "battles")
@@ -118,6 +118,7 @@ def restore(db: Store, prepared: str | os.PathLike) -> None:
             db.conn.execute(f"PRAGMA user_version = {max(epoch, restored) + 1}")  # an int from SQLite: no injection
             db._cache.clear()
             db.shared.clear()
+            admin_settings.changed(db)  # the stored settings are the backup's now: every process reads them again
     finally:
         source.close()
 
