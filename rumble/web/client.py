@@ -64,13 +64,13 @@ class UploadFront:
     """``POST /UploadedResults``, one pair result: parse, check, store in one transaction, answer
     with counts and priority; as plain WSGI in front of the Flask app (``rumble.app.wrap_wsgi``
     puts it inside the trusted-proxy fix, so the client's address is the one it reads). Every other
-    path goes on to Flask; another method on this one is a 405.
+    path goes on to Flask; OPTIONS on this one lists its methods, any other method is a 405.
 
     Why not a Flask view: uploads are nearly all the server's requests, and each pays a worker's
     CPU while the writer process waits for the next. Flask's request context, URL routing and
     response hooks, none of which an upload uses, cost a worker about as much CPU as the upload's
     own parsing and checking; with werkzeug's request and response alone, ``rumble serve`` took
-    about a quarter more uploads per second (scripts/bench_upload.py; figures in the README). The
+    about a fifth more uploads per second (scripts/bench_upload.py; figures in the README). The
     answers are the same: the outcome is counted for /RumbleStats (``rumble.web.upload_counter``)
     and sent with the ``upload_decided`` signal (the app is the sender); a server fault is logged
     and answered 500 (raised, in a testing app, as Flask would); the counts are flushed and the WAL
