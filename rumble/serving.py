@@ -193,12 +193,9 @@ class DeadlineThreadWorker(ThreadWorker):
         """Read what a waiting connection sent, without blocking (in the worker's main thread); hand it
         to a thread only once its request is complete (headers, and a body of at most READ_AHEAD_BYTES).
         Until then it waits in the poller, at most READ_TIMEOUT_SECONDS, and holds no thread."""
-        try:
-            data = conn.sock.recv(READ_AHEAD_BYTES)
-        except (BlockingIOError, InterruptedError):
+        data = _received(conn.sock, READ_AHEAD_BYTES)
+        if data is None:
             return
-        except OSError:
-            data = b""
         waiting = self.keepalived_conns if kept_alive else self.pending_conns
         ahead = getattr(conn, "ahead", b"")
         if not data and not ahead:  # the client went away
@@ -252,19 +249,15 @@ class DeadlineThreadWorker(ThreadWorker):
         if len(self.lingering) >= MAX_LINGERING:
             self._end_linger(next(iter(self.lingering)))
         self.lingering[conn] = time.monotonic() + LINGER_SECONDS  # insertion order is deadline order
-        conn.drained = 0
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._drain, conn))
 
     def _drain(self, conn: LingeringConn, client) -> None:
         """Drop what a lingering connection's client sent; close it at its end (or at the cap)."""
         if conn not in self.lingering:  # closed earlier in this round of events (evicted): nothing to read
             return
-        try:
-            data = conn.sock.recv(LINGER_DRAIN_BYTES)
-        except (BlockingIOError, InterruptedError):
+        data = _received(conn.sock, LINGER_DRAIN_BYTES)
+        if data is None:
             return
-        except OSError:
-            data = b""
         conn.drained += len(data)
         if not data or conn.drained >= LINGER_DRAIN_BYTES:
             self._end_linger(conn)
@@ -320,6 +313,16 @@ class DeadlineThreadWorker(ThreadWorker):
                 self.send_timeout,
             )
             raise BrokenPipeError(errno.EPIPE, "send timed out") from error
+
+
+def _received(sock: socket.socket, size: int) -> bytes | None:
+    """What a non-blocking ``sock`` has to read now: None if nothing yet, b"" at its end (or on an error)."""
+    try:
+        return sock.recv(size)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        return b""
 
 
 class LingeringConn(TConn):
