@@ -37,6 +37,26 @@ def _nothing(db: store.Store) -> None:
     return None
 
 
+def _put_large(letter: str, db: store.Store) -> None:
+    """200 settings of 2,000 characters each: about 100 pages."""
+    for k in range(200):
+        admin_settings.put_override(db, "test", f"big{k}", letter * 2000, "2000-01-01 00:00:00.000", "test")
+
+
+def _temporary_files_after_a_large_write(db: store.Store) -> list[str]:
+    """A work that changes far more than 64 KiB of the database's pages inside its savepoint
+    (where SQLite would spill the pages' first copies to a temporary file), then lists the
+    temporary files this process has open."""
+    _put_large("y", db)
+    links = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            links.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            continue  # the listing's own descriptor, already closed
+    return [link for link in links if "etilqs_" in link]  # SQLite's temporary files' names
+
+
 def _settings(path: Path) -> dict:
     db = store.connect(path, migrate=False)
     try:
@@ -90,6 +110,19 @@ def test_a_failing_work_raises_its_own_error_here_and_leaves_nothing(writer, ope
     to_writer.close()
     db.close()
     assert _settings(path) == {"gamma": 3}
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="lists open files through Linux's /proc")
+def test_the_writer_keeps_its_savepoints_journal_in_memory(writer, open_writer):
+    path, started = writer
+    db = store.connect(path, migrate=False)
+    try:
+        with store.write(db):
+            _put_large("x", db)
+        assert open_writer(started.path).run(db, _temporary_files_after_a_large_write, _nothing) == []
+    finally:
+        db.close()
+    assert set(_settings(path).values()) == {"y" * 2000}
 
 
 def test_works_waiting_for_the_lock_go_in_one_transaction(writer):
