@@ -393,6 +393,16 @@ def process_tree(pid: int) -> list[int]:
     return pids
 
 
+def whole_tree(pid: int, processes: int, log: Path) -> list[int]:
+    """``process_tree(pid)`` once it has ``processes`` processes; RuntimeError after 120 s (``log`` says why)."""
+    deadline = time.monotonic() + 120
+    while len(pids := process_tree(pid)) < processes:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the server has {len(pids)} processes, not {processes}, after 120 s; see {log}")
+        time.sleep(0.05)
+    return pids
+
+
 def cpu_seconds(pids: list[int]) -> float:
     """User plus system CPU time of the processes still alive (Linux /proc)."""
     ticks = 0
@@ -767,15 +777,21 @@ class Run:
 
 
 def measure(
-    start: Callable[[int, int, Path], subprocess.Popen], label: str, ladder: Ladder, rumble: RumbleSettings, args
+    start: Callable[[int, int, Path], subprocess.Popen],
+    label: str,
+    ladder: Ladder,
+    rumble: RumbleSettings,
+    args,
+    processes: int,
 ) -> tuple[list[ClientResult], float]:
-    """Start a server with ``start(port, workers, log)``, run the scenario's load, stop it: the
-    clients' results and the server's CPU seconds."""
+    """Start a server with ``start(port, workers, log)`` (``processes`` in all, its own included),
+    run the scenario's load, stop it: the clients' results and the server's CPU seconds."""
     port, log = free_port(), args.workdir / f"{label}-{os.getpid()}.log"
     server = start(port, args.workers, log)
     print(f"server        {label}, {args.workers} workers on 127.0.0.1:{port} (output in {log})")
     try:
-        workers = process_tree(server.pid)
+        # The server answers once one worker is up; the others' CPU counts only once they are there too.
+        workers = whole_tree(server.pid, processes, log)
         cpu = cpu_seconds(workers)
         results = run_load(ladder, rumble, port, args, args.current)
         return results, cpu_seconds(workers) - cpu
@@ -806,7 +822,7 @@ def run_scenario(scenario: str, cached: Path, ladder: Ladder, rumbles: dict, arg
 
 def bare_run(ladder: Ladder, rumble: RumbleSettings, args) -> Run:
     """One run of the load against the bare HTTP stack."""
-    results, cpu = measure(start_bare, "bare", ladder, rumble, args)
+    results, cpu = measure(start_bare, "bare", ladder, rumble, args, processes=args.workers + 1)  # and its master
     rate, p99, errors = load_report(results, args)
     return Run(rate, p99, cpu_report(cpu, results, args), not errors)
 
@@ -817,7 +833,9 @@ def rumble_run(cached: Path, ladder: Ladder, rumble: RumbleSettings, args) -> Ru
     shutil.copyfile(cached, run_db)
     try:
         preloaded = ladder_report(run_db, ladder, GAME)
-        results, cpu = measure(partial(start_server, run_db), "rumble", ladder, rumble, args)
+        results, cpu = measure(  # its master, the writer process and the workers
+            partial(start_server, run_db), "rumble", ladder, rumble, args, processes=args.workers + 2
+        )
         rate, p99, errors = load_report(results, args)
         cpu_ms = cpu_report(cpu, results, args)
         bare_report(run_db, preloaded, rate, args.workdir)
