@@ -33,6 +33,7 @@ from rumble.clock import Clock  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
 from rumble.protocol.replies import Kind  # noqa: E402
 from rumble.protocol.upload import format_upload, parse_upload  # noqa: E402
+from rumble.store import single_writer  # noqa: E402
 from rumble.store.group_commit import Work, apply_group  # noqa: E402
 from rumble.web.client import upload_work  # noqa: E402
 
@@ -110,7 +111,8 @@ def writer_profile(db_path: Path, sent: list[bytes], rumbles: dict, group: int) 
     """What `rumble serve`'s writer process does for these uploads: each one's transaction, built as
     the upload endpoint builds it, applied in groups of ``group`` (rumble.store.group_commit), no HTTP."""
     config = settings.load()
-    db = store.connect(db_path, config["SYNCHRONOUS"], autocheckpoint=False)
+    store.connect(db_path, config["SYNCHRONOUS"]).close()  # migrated, as `rumble serve` leaves it
+    db = single_writer.open_database(db_path, config["SYNCHRONOUS"])
     fields.preload_all(db)
     works = []
     for body in sent:

@@ -157,12 +157,7 @@ def _serve(
     for name in ("SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGWINCH", "SIGTTIN", "SIGTTOU"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)
     _raise_file_limit()  # one connection per worker thread
-    db = connect(db_path, synchronous, migrate=False, autocheckpoint=False)
-    # Each upload's SAVEPOINT (rumble.store.group_commit) keeps the first copy of every page it
-    # changes in a sub-journal, which SQLite spills to a temporary file past 64 KiB: a file opened
-    # and deleted per group and two writes per page, as many as the WAL's. Kept in memory instead
-    # (a group's pages, at most a few MiB): about a fifth of the writer's work per upload.
-    db.conn.execute("PRAGMA temp_store = MEMORY")
+    db = open_database(db_path, synchronous)
     if ready is not None:
         ready(db)
     checkpoints = _Checkpoints(db_path, synchronous)
@@ -185,6 +180,17 @@ def _serve(
             if db.commits_since_checkpoint >= CHECKPOINT_EVERY:
                 db.commits_since_checkpoint = 0
                 checkpoints.due.set()
+
+
+def open_database(db_path: str | os.PathLike, synchronous: str) -> Store:
+    """The writer's connection (scripts/profile_upload.py profiles the writer's work on one too)."""
+    db = connect(db_path, synchronous, migrate=False, autocheckpoint=False)
+    # Each upload's SAVEPOINT (rumble.store.group_commit) keeps the first copy of every page it
+    # changes in a sub-journal, which SQLite spills to a temporary file past 64 KiB: a file opened
+    # and deleted per group and two writes per page, as many as the WAL's. Kept in memory instead
+    # (a group's pages, at most a few MiB): about a fifth of the writer's work per upload.
+    db.conn.execute("PRAGMA temp_store = MEMORY")
+    return db
 
 
 def _raise_file_limit() -> None:
