@@ -36,6 +36,7 @@ import inspect
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -638,17 +639,19 @@ def load_report(results: list[ClientResult], args: argparse.Namespace) -> tuple[
     return rate, p99, errors
 
 
-def cpu_report(server_cpu: float, results: list[ClientResult], args: argparse.Namespace) -> float:
-    """Print the CPU the server and the clients used during the load, against the machine's cores;
-    return the server's ms of CPU per upload."""
+def cpu_report(server_cpu: dict[str, float], results: list[ClientResult], args: argparse.Namespace) -> float:
+    """Print the CPU the server (in all and by role) and the clients used during the load, against
+    the machine's cores; return the server's ms of CPU per upload."""
     uploads = max(1, sum(len(r.starts) for r in results))
     client_cpu = sum(r.cpu_seconds for r in results)
     span = args.warmup + args.seconds
+    total = sum(server_cpu.values())
+    roles = ", ".join(f"{role} {1000 * seconds / uploads:.2f}" for role, seconds in sorted(server_cpu.items()))
     print(
-        f"CPU           server {server_cpu / span:.2f} cores ({1000 * server_cpu / uploads:.2f} ms/upload), clients "
+        f"CPU           server {total / span:.2f} cores ({1000 * total / uploads:.2f} ms/upload: {roles}), clients "
         f"{client_cpu / span:.2f} cores ({1000 * client_cpu / uploads:.2f} ms/upload), of {os.cpu_count()} cores"
     )
-    return 1000 * server_cpu / uploads
+    return 1000 * total / uploads
 
 
 def bare_report(run_db: Path, preloaded: int, rate: float, workdir: Path) -> None:
@@ -783,20 +786,32 @@ def measure(
     rumble: RumbleSettings,
     args,
     processes: int,
-) -> tuple[list[ClientResult], float]:
+) -> tuple[list[ClientResult], dict[str, float]]:
     """Start a server with ``start(port, workers, log)`` (``processes`` in all, its own included),
-    run the scenario's load, stop it: the clients' results and the server's CPU seconds."""
+    run the scenario's load, stop it: the clients' results and the server's CPU seconds by role
+    (``process_roles``)."""
     port, log = free_port(), args.workdir / f"{label}-{os.getpid()}.log"
     server = start(port, args.workers, log)
     print(f"server        {label}, {args.workers} workers on 127.0.0.1:{port} (output in {log})")
     try:
         # The server answers once one worker is up; the others' CPU counts only once they are there too.
-        workers = whole_tree(server.pid, processes, log)
-        cpu = cpu_seconds(workers)
+        pids = whole_tree(server.pid, processes, log)
+        before = {pid: cpu_seconds([pid]) for pid in pids}
         results = run_load(ladder, rumble, port, args, args.current)
-        return results, cpu_seconds(workers) - cpu
+        roles = process_roles(server.pid, pids, log)
+        spent: dict[str, float] = {}
+        for pid in pids:
+            spent[roles[pid]] = spent.get(roles[pid], 0.0) + cpu_seconds([pid]) - before[pid]
+        return results, spent
     finally:
         stop_server(server)
+
+
+def process_roles(master: int, pids: list[int], log: Path) -> dict[int, str]:
+    """Each server process's role: ``master``, ``workers`` (the pids gunicorn logs as booting
+    workers) or, for `rumble serve`, ``writer`` (its writer process, rumble.store.single_writer)."""
+    booted = {int(pid) for pid in re.findall(r"Booting worker with pid: (\d+)", log.read_text(errors="replace"))}
+    return {pid: "master" if pid == master else "workers" if pid in booted else "writer" for pid in pids}
 
 
 def run_scenario(scenario: str, cached: Path, ladder: Ladder, rumbles: dict, args) -> list[tuple[Run, Run]]:
