@@ -93,7 +93,6 @@ class UploadFront:
 
     def _answer(self, req: Request) -> Any:
         settings = self.app.config["RUMBLE"]
-        counts = counts_for(settings["DB"])
         moment: Clock = settings["CLOCK"]
         started = time.perf_counter()
         try:
@@ -103,19 +102,22 @@ class UploadFront:
         except Exception as error:
             # The exception's class only: its message may hold paths or data not for a public page
             # (the server's log has the whole traceback).
-            failed = UploadOutcome(Kind.ERROR, reason=f"server error ({type(error).__name__})")
-            counts.record(failed, (time.perf_counter() - started) * 1000, moment.now())
-            upload_decided.send(self.app, outcome=failed)
+            self._decided(UploadOutcome(Kind.ERROR, reason=f"server error ({type(error).__name__})"), started)
             propagate = self.app.config["PROPAGATE_EXCEPTIONS"]  # Flask's own rule
             if propagate if propagate is not None else (self.app.testing or self.app.debug):
                 raise
             log.exception("the upload from %s failed", req.remote_addr)
             return InternalServerError()
-        counts.record(outcome, (time.perf_counter() - started) * 1000, moment.now())
-        upload_decided.send(self.app, outcome=outcome)
+        self._decided(outcome, started)
         response = PlainResponse(answer, status=200, mimetype="text/plain")
-        response.call_on_close(partial(_after_answer, counts, db))
+        response.call_on_close(partial(_after_answer, counts_for(settings["DB"]), db))
         return response
+
+    def _decided(self, outcome: UploadOutcome, started: float) -> None:
+        """Count ``outcome`` and its server time for /RumbleStats and send it to ``upload_decided``'s listeners."""
+        settings = self.app.config["RUMBLE"]
+        counts_for(settings["DB"]).record(outcome, (time.perf_counter() - started) * 1000, settings["CLOCK"].now())
+        upload_decided.send(self.app, outcome=outcome)
 
 
 def _after_answer(counts, db: Store) -> None:
