@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 from conftest import battle, post_upload
+from werkzeug.wrappers import Response as PlainResponse
 
 from rumble.protocol import replies
 from rumble.protocol.replies import Kind, UploadOutcome
@@ -38,6 +39,18 @@ def test_upload_is_stored_and_answered_with_counts_and_ok(app, client):
             "SELECT uploader, client, first_score, second_score, first_firsts, remote_addr, state FROM battles"
         ).fetchone()
     assert row == ("Jane Doe", "1.9.3.9", 6598, 4883, 32, "127.0.0.1", "ok")
+
+
+def test_the_upload_answer_has_the_headers_of_a_werkzeug_text_response(client):
+    """UploadFront writes its answer without werkzeug's Response: the same status and headers."""
+    response = client.post(
+        "/UploadedResults", data=format_upload(battle()), content_type="application/x-www-form-urlencoded"
+    )
+    expected = PlainResponse(response.get_data(as_text=True), status=200, mimetype="text/plain")
+    assert response.status == expected.status == "200 OK"
+    assert sorted(response.headers.items()) == sorted(expected.get_wsgi_headers({}).items())
+    assert response.headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert int(response.headers["Content-Length"]) == len(response.get_data())
 
 
 def test_a_repeat_is_acknowledged_and_not_counted_twice(app, client, upload):

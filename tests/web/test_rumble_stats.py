@@ -193,3 +193,22 @@ def test_upload_counts_follow_the_log_and_are_filled_in_for_an_existing_log(app,
     migrate(old)
     assert _counts(old) == _log_counts(old) and sum(row[3] for row in _counts(old)) == 3
     old.close()
+
+
+def test_the_counts_are_saved_once_an_answer_has_gone_out_when_due(app, client, db):
+    """The worker adds its counts to the database after an upload's answer is sent (the response's
+    close), once FLUSH_SECONDS have passed since its last save: not before the answer, not sooner."""
+    from rumble.store import upload_stats as stored
+    from rumble.web.upload_counter import FLUSH_SECONDS, counts_for
+
+    counts = counts_for(app.config["RUMBLE"]["DB"])
+    counts.flush(db, force=True)  # whatever earlier tests of this process left
+    form = "application/x-www-form-urlencoded"
+    with client.post("/UploadedResults", data=format_upload(battle("a.A 1", "b.B 1")), content_type=form) as first:
+        assert first.status_code == 200
+    assert stored.per_day(db, None, "0000-00-00") == []  # saved at most every FLUSH_SECONDS
+    counts.last_flush -= FLUSH_SECONDS
+    response = client.post("/UploadedResults", data=format_upload(battle("a.A 1", "c.C 1")), content_type=form)
+    assert stored.per_day(db, None, "0000-00-00") == []  # the answer is not yet on its way
+    response.close()
+    assert [(d["accepted"], d["refused"]) for d in stored.per_day(db, None, "0000-00-00")] == [(2, 0)]
