@@ -185,10 +185,10 @@ def _serve(
 def open_database(db_path: str | os.PathLike, synchronous: str) -> Store:
     """The writer's connection (scripts/profile_upload.py profiles the writer's work on one too)."""
     db = connect(db_path, synchronous, migrate=False, autocheckpoint=False)
-    # Each upload's SAVEPOINT (rumble.store.group_commit) keeps the first copy of every page it
-    # changes in a sub-journal, which SQLite spills to a temporary file past 64 KiB: a file opened
-    # and deleted per group and two writes per page, as many as the WAL's. Kept in memory instead
-    # (a group's pages, at most a few MiB): about a fifth of the writer's work per upload.
+    # A group applied in savepoints (rumble.store.group_commit: after one of its works raised) keeps
+    # the first copy of every page a savepoint changes in a sub-journal, which SQLite spills to a
+    # temporary file past 64 KiB: a file opened and deleted per group and two writes per page, as
+    # many as the WAL's. Kept in memory instead (a group's pages, at most a few MiB).
     db.conn.execute("PRAGMA temp_store = MEMORY")
     return db
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from rumble import store
-from rumble.store import admin_settings, single_writer
+from rumble.store import admin_settings, group_commit, single_writer
+from rumble.store.group_commit import Work
 from tests.e2e.test_group_commit import _commits  # transactions counted in the WAL file
 
 
@@ -113,15 +114,22 @@ def test_a_failing_work_raises_its_own_error_here_and_leaves_nothing(writer, ope
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="lists open files through Linux's /proc")
-def test_the_writer_keeps_its_savepoints_journal_in_memory(writer, open_writer):
-    path, started = writer
-    db = store.connect(path, migrate=False)
+def test_the_writers_connection_keeps_savepoints_journal_in_memory(tmp_path):
+    """A group one of whose works fails is applied again, each work in a savepoint
+    (rumble/store/group_commit.py): on the writer's connection, a work that changes ~100 existing
+    pages inside its savepoint leaves no SQLite temporary file open, and is committed."""
+    path = tmp_path / "rumble.db"
+    store.connect(path).close()  # created and migrated
+    db = single_writer.open_database(path, "NORMAL")
     try:
         with store.write(db):
             _put_large("x", db)
-        assert open_writer(started.path).run(db, _temporary_files_after_a_large_write, _nothing) == []
+        group = [Work(_temporary_files_after_a_large_write), Work(partial(_fail_after_writing, "beta"))]
+        group_commit.apply_group(db, group)
     finally:
         db.close()
+    assert (group[0].result, group[0].error) == ([], None)
+    assert str(group[1].error) == "no beta for you"
     assert set(_settings(path).values()) == {"y" * 2000}
 
 
