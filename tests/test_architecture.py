@@ -170,3 +170,42 @@ def test_the_app_factory_registers_every_blueprint(tmp_path):
         and isinstance(node.args[0].value, ast.Name)
     }
     assert calls == set(defined) - {"admin_uploaders"}  # nested under /admin, its endpoints admin.uploaders.*
+
+
+def test_every_write_to_what_the_waiting_copy_reads_tells_it():
+    """rumble.store.waiting keeps a connection's copy of the waiting priority battles while this
+    connection does not change them: every function whose SQL writes the queue, the participants
+    or the battle log must drop the copies (``waiting.forget``) or, for a new battle,
+    its pair's sole uploader (``waiting.battle_stored``)."""
+    import ast
+    import re
+    from pathlib import Path
+
+    writes = re.compile(
+        r"\b(INSERT(\s+OR\s+\w+)?\s+INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO)\s+(battles|participants|priority_battles)\b",
+        re.IGNORECASE,
+    )
+    root = Path(rumble.__file__).parent
+    writers, silent = [], []
+    for path in root.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            strings = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+            if not any(writes.search(text) for text in strings):
+                continue
+            name = f"{path.relative_to(root)}:{node.name}"
+            writers.append(name)
+            calls = {
+                n.func.attr
+                for n in ast.walk(node)
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "waiting"
+            }
+            if not calls & {"forget", "battle_stored"} and node.name != "_mark":  # _mark updates the copy itself
+                silent.append(name)
+    assert len(writers) >= 10  # the check finds them: battle_log, battle_states, bots, priority_queue, ...
+    assert silent == []

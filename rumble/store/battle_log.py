@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rumble.battle import Battle
-from rumble.store import Store
+from rumble.store import Store, waiting
 
 LOG_COLUMNS = (
     "id",
@@ -63,7 +63,10 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
             battle.state,
         ),
     )
-    return cursor.lastrowid if cursor.rowcount == 1 else None
+    if cursor.rowcount != 1:
+        return None
+    waiting.battle_stored(db, rumble_id, first_id, second_id)  # its pair's sole uploader (rumble.store.waiting)
+    return cursor.lastrowid
 
 
 def latest_uploader(db: Store, remote_addr: str | None, rumble_id: int, since: str) -> str | None:

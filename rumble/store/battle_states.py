@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rumble.store import Store
+from rumble.store import Store, waiting
 
 STATES = ("ok", "flagged", "removed")
 
@@ -84,6 +84,7 @@ def count_matching(db: Store, f: BattleFilter, states: Iterable[str], max_id: in
 
 def set_state(db: Store, f: BattleFilter, states: Iterable[str], new_state: str) -> dict[str, int]:
     """Move the battles in ``states`` matching ``f`` to ``new_state``; how many moved, per rumble name."""
+    waiting.forget(db)  # which battles count, for the waiting pairs' sole uploaders (rumble.store.waiting)
     if new_state not in STATES:
         raise ValueError(f"no battle state {new_state!r}")
     where, params = _where(f, states)
@@ -112,6 +113,7 @@ def matching_ids(db: Store, f: BattleFilter, states: Iterable[str], max_id: int)
 
 def set_state_of(db: Store, ids: Iterable[int], states: Iterable[str], new_state: str) -> int:
     """Move the battles ``ids`` that are in ``states`` to ``new_state``; how many moved."""
+    waiting.forget(db)  # which battles count, for the waiting pairs' sole uploaders (rumble.store.waiting)
     if new_state not in STATES:
         raise ValueError(f"no battle state {new_state!r}")
     states = tuple(states)
@@ -125,6 +127,7 @@ def set_state_of(db: Store, ids: Iterable[int], states: Iterable[str], new_state
 
 def set_battle_state(db: Store, battle_id: int, new_state: str) -> None:
     """Set one battle's state (an upload found implausible is logged, then flagged)."""
+    waiting.forget(db)  # which battles count, for the waiting pairs' sole uploaders (rumble.store.waiting)
     db.execute("UPDATE battles SET state = ? WHERE id = ?", (new_state, battle_id))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rumble.protocol.names import split_name
-from rumble.store import Store, row_id
+from rumble.store import Store, row_id, waiting
 
 
 def bot_id(db: Store, name: str, now: str, origin: str | None = None) -> int:
@@ -70,6 +70,7 @@ def is_participant(db: Store, rumble_id: int, bot: int) -> bool:
 
 
 def add_participant(db: Store, rumble_id: int, bot: int, now: str) -> None:
+    waiting.forget(db)  # the waiting priority battles' active flags (rumble.store.waiting)
     db.execute(
         "INSERT INTO participants (rumble_id, bot_id, active, first_seen) VALUES (?, ?, 1, ?)",
         (rumble_id, bot, now),
@@ -77,6 +78,7 @@ def add_participant(db: Store, rumble_id: int, bot: int, now: str) -> None:
 
 
 def set_active(db: Store, rumble_id: int, bot: int, active: bool, now: str) -> None:
+    waiting.forget(db)  # the waiting priority battles' active flags (rumble.store.waiting)
     db.execute(
         "UPDATE participants SET active = ?, retired_at = ? WHERE rumble_id = ? AND bot_id = ?",
         (int(active), None if active else now, rumble_id, bot),
@@ -88,6 +90,7 @@ def sync_active(db: Store, rumble_id: int, flags: dict[int, bool], now: str) -> 
 
     A rebuild's replay decides who is active: a bot revived by a battle that was since rolled back
     is retired again (its retirement time kept if it had one)."""
+    waiting.forget(db)
     current = dict(db.execute("SELECT bot_id, active FROM participants WHERE rumble_id = ?", (rumble_id,)).fetchall())
     changed = [
         (int(active), int(active), now, rumble_id, bot)

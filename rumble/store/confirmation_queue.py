@@ -12,7 +12,7 @@ and the queue then goes on as before. Unconfirmed pairings reach the queue as th
 
 from __future__ import annotations
 
-from rumble.store import Store, priority_queue
+from rumble.store import Store, priority_queue, waiting
 from rumble.store.uploader_battles import pair_sole_uploaders
 
 SCAN = 64  # waiting entries of active bots looked at per hand-out (the queue holds PRIORITY_BATCH, 8 by default)
@@ -20,32 +20,34 @@ SCAN = 64  # waiting entries of active bots looked at per hand-out (the queue ho
 
 def hand_out(db: Store, rumble_id: int, uploader: str, now: str) -> tuple[str, str] | None:
     """The next waiting pair for ``uploader``: the one ``pop_for_uploader`` prefers, else the
-    queue's oldest (``priority_queue.pop_waiting``); its names, marked handed out. In one read
-    of the waiting entries and one write, which is what every upload asks."""
-    rows = _waiting(db, rumble_id)
-    chosen = _preferred(db, rumble_id, uploader, rows)
+    queue's oldest (``priority_queue.pop_waiting``); its names, marked handed out. In one write,
+    which is what every upload asks; the waiting entries and their pairs' sole uploaders come
+    from this connection's copy (rumble.store.waiting) while nothing they depend on changed."""
+    copy = waiting.copy_for(db, rumble_id, waiting_entries)
+    chosen = _preferred(db, rumble_id, uploader, copy)
     if chosen is not None:
-        _mark(db, [chosen[0]], now)
+        _mark(db, copy, [chosen[0]], now)
         return chosen[3], chosen[4]
-    oldest = next((row for row in rows if row[5]), None)
+    oldest = next((row for row in copy.rows if row[5]), None)
     if oldest is None:  # none waiting, or only pairs with a retired bot here: the queue's own way
-        return priority_queue.pop_waiting(db, rumble_id, now) if rows else None
+        return priority_queue.pop_waiting(db, rumble_id, now) if copy.rows else None
     # As pop_waiting does: the older entries (a bot of theirs retired) go as handed out.
-    _mark(db, [row[0] for row in rows if row[0] <= oldest[0]], now)
+    _mark(db, copy, [row[0] for row in copy.rows if row[0] <= oldest[0]], now)
     return oldest[3], oldest[4]
 
 
 def pop_for_uploader(db: Store, rumble_id: int, uploader: str, now: str) -> tuple[str, str] | None:
     """Hand ``uploader`` a waiting pair another uploader alone has played, else one that is not its
     own unconfirmed pairing, else None; the pair's names, marked handed out."""
-    chosen = _preferred(db, rumble_id, uploader, _waiting(db, rumble_id))
+    copy = waiting.copy_for(db, rumble_id, waiting_entries)
+    chosen = _preferred(db, rumble_id, uploader, copy)
     if chosen is None:
         return None
-    _mark(db, [chosen[0]], now)
+    _mark(db, copy, [chosen[0]], now)
     return chosen[3], chosen[4]
 
 
-def _waiting(db: Store, rumble_id: int) -> list[tuple]:
+def waiting_entries(db: Store, rumble_id: int) -> list[tuple]:
     """The waiting entries, oldest first: (id, a, b, a's name, b's name, both bots active). All of
     them: the queue is refilled only once empty, so it holds at most one batch."""
     return db.execute(
@@ -58,16 +60,23 @@ def _waiting(db: Store, rumble_id: int) -> list[tuple]:
     ).fetchall()
 
 
-def _preferred(db: Store, rumble_id: int, uploader: str, rows: list[tuple]) -> tuple | None:
+def _preferred(db: Store, rumble_id: int, uploader: str, copy: waiting.WaitingCopy) -> tuple | None:
     """Of the waiting entries with both bots active: the first one another uploader alone has
     played, else (if some are this uploader's own unconfirmed pairings) the first that is not."""
-    live = [row for row in rows if row[5]][:SCAN]
-    soles = pair_sole_uploaders(db, rumble_id, [(row[1], row[2]) for row in live])
-    chosen = next((row for row in live if soles.get((row[1], row[2])) not in (None, uploader)), None)
-    if chosen is None and any(soles.get((row[1], row[2])) == uploader for row in live):
-        chosen = next((row for row in live if soles.get((row[1], row[2])) != uploader), None)
+    live = [row for row in copy.rows if row[5]][:SCAN]
+    soles = copy.soles
+    unknown = [(row[1], row[2]) for row in live if (row[1], row[2]) not in soles]
+    if unknown:  # pairs not looked at yet, or one of whose battles was stored since
+        found = pair_sole_uploaders(db, rumble_id, unknown)
+        soles.update((pair, found.get(pair)) for pair in unknown)
+    chosen = next((row for row in live if soles[(row[1], row[2])] not in (None, uploader)), None)
+    if chosen is None and any(soles[(row[1], row[2])] == uploader for row in live):
+        chosen = next((row for row in live if soles[(row[1], row[2])] != uploader), None)
     return chosen
 
 
-def _mark(db: Store, ids: list[int], now: str) -> None:
+def _mark(db: Store, copy: waiting.WaitingCopy, ids: list[int], now: str) -> None:
+    """Mark the entries handed out, in the table and in the copy."""
     db.execute(f"UPDATE priority_battles SET handed_out_at = ? WHERE id IN ({', '.join('?' * len(ids))})", (now, *ids))
+    marked = set(ids)
+    copy.rows = [row for row in copy.rows if row[0] not in marked]

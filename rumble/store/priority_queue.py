@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rumble.store import Store
+from rumble.store import Store, waiting
 
 
 def pop_waiting(db: Store, rumble_id: int, now: str) -> tuple[str, str] | None:
@@ -19,12 +19,14 @@ def pop_waiting(db: Store, rumble_id: int, now: str) -> tuple[str, str] | None:
         if row is None:
             return None
         db.execute("UPDATE priority_battles SET handed_out_at = ? WHERE id = ?", (now, row[0]))
+        waiting.forget(db)
         if row[3]:
             return row[1], row[2]
 
 
 def enqueue(db: Store, rumble_id: int, pairs: list[tuple[int, int, str]], now: str) -> None:
     """Queue pairs (a, b, reason), a < b, and take their pairings out of the priority index."""
+    waiting.forget(db)
     db.conn.executemany(
         "INSERT INTO priority_battles (rumble_id, bot_id, opponent_id, reason, created_at) VALUES (?, ?, ?, ?, ?)",
         [(rumble_id, a, b, reason, now) for a, b, reason in pairs],
@@ -37,6 +39,7 @@ def enqueue(db: Store, rumble_id: int, pairs: list[tuple[int, int, str]], now: s
 
 def forget_handed_out(db: Store, rumble_id: int, before: str) -> list[tuple[int, int]]:
     """Drop entries handed out before ``before`` and return their pairs (a, b): they may be asked for again."""
+    waiting.forget(db)
     rows = db.execute(
         "DELETE FROM priority_battles WHERE rumble_id = ? AND handed_out_at < ? RETURNING bot_id, opponent_id",
         (rumble_id, before),
