@@ -33,3 +33,12 @@ def test_a_commit_that_fails_is_rolled_back_and_the_next_write_works(tmp_path):
         assert db.execute("SELECT id, parent FROM child").fetchall() == [(1, 99)]
     finally:
         db.close()
+
+
+def test_times_are_written_in_utc_to_the_millisecond_truncated():
+    from datetime import UTC, datetime, timedelta, timezone
+
+    east = timezone(timedelta(hours=2, minutes=30))
+    assert store.format_time(datetime(2026, 1, 1, 1, 5, 9, 999_999, tzinfo=east)) == "2025-12-31 22:35:09.999"
+    assert store.format_time(datetime(2031, 7, 4, 12, 0, 0, 1_000, tzinfo=UTC)) == "2031-07-04 12:00:00.001"
+    assert store.format_time(datetime(2031, 7, 4, 12, 0, 0, 0, tzinfo=UTC)) == "2031-07-04 12:00:00.000"
