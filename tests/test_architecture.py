@@ -209,3 +209,28 @@ def test_every_write_to_what_the_waiting_copy_reads_tells_it():
                 silent.append(name)
     assert len(writers) >= 10  # the check finds them: battle_log, battle_states, bots, priority_queue, ...
     assert silent == []
+
+
+def test_only_the_functions_that_keep_the_totals_copy_write_the_bot_summaries():
+    """rumble.store.pairings keeps a connection's copy of the summaries' totals: ``put_totals``
+    updates it, ``clear_totals`` and ``clear_rumble`` drop it. No other function may write the table."""
+    import ast
+    import re
+    from pathlib import Path
+
+    writes = re.compile(r"\b(INSERT(\s+OR\s+\w+)?\s+INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO)\s+bot_summaries\b", re.I)
+    root = Path(rumble.__file__).parent
+    writers = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and any(
+                isinstance(n, ast.Constant) and isinstance(n.value, str) and writes.search(n.value)
+                for n in ast.walk(node)
+            ):
+                names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                writers.add((f"{path.relative_to(root)}:{node.name}", bool(names & {"_TOTALS_KEY", "_totals_copy"})))
+    assert writers == {
+        ("store/pairings.py:put_totals", True),
+        ("store/pairings.py:clear_totals", True),
+        ("store/pairings.py:clear_rumble", True),
+    }

@@ -11,6 +11,7 @@ from rumble.store import Store
 _PAIRING = "battles, aps, aps_m2, survival, last_battle"
 _TOTALS = "pairings, battles, aps_exact, survival_exact, wins, draws, losses, ci_count, ci_exact"
 _EXACT = (2, 3, 8)  # positions of the exact sums in Totals, stored as hex text
+_TOTALS_KEY = "totals"  # this module's entry in the connection's cache (Store._cache): ``_totals_copy``
 
 
 def _totals_from_row(row: tuple) -> Totals:
@@ -60,23 +61,39 @@ def opponents_of(db: Store, rumble_id: int, bot: int) -> list[tuple[int, Pairing
     return [(row[0], Pairing(*row[1:])) for row in rows]
 
 
+def _totals_copy(db: Store, rumble_id: int) -> dict[int, tuple[Totals, str] | None]:
+    """This connection's copy of the rumble's summaries read or written so far: bot -> (totals,
+    last battle), or None for a bot without one. Every upload reads two bots' exact totals, parsed
+    from hex text, and writes them back; the copy saves the read. It is dropped when another
+    connection commits (SQLite's ``data_version`` changes) and when this one deletes summaries
+    (``clear_totals``, ``clear_rumble``); ``put_totals``, the one other writer of the table, keeps
+    it up to date, and a rolled-back transaction clears it with the connection's cache."""
+    version = db.conn.execute("PRAGMA data_version").fetchone()[0]
+    copy: tuple[int, dict[int, dict[int, tuple[Totals, str] | None]]] | None = db._cache.get(_TOTALS_KEY)
+    if copy is None or copy[0] != version:
+        copy = db._cache[_TOTALS_KEY] = (version, {})
+    return copy[1].setdefault(rumble_id, {})
+
+
 def totals_of(db: Store, rumble_id: int, bots) -> dict[int, tuple[Totals, str]]:
     """The exact totals and last battle time of each of ``bots`` that has a summary."""
-    bots = list(bots)
-    found = {}
-    for start in range(0, len(bots), 500):  # within SQLite's limit on bound parameters
-        chunk = bots[start : start + 500]
+    copy = _totals_copy(db, rumble_id)
+    unknown = [bot for bot in dict.fromkeys(bots) if bot not in copy]
+    for start in range(0, len(unknown), 500):  # within SQLite's limit on bound parameters
+        chunk = unknown[start : start + 500]
+        copy.update(dict.fromkeys(chunk))
         for row in db.execute(
             f"SELECT bot_id, {_TOTALS}, last_battle FROM bot_summaries WHERE rumble_id = ? "
             f"AND bot_id IN ({', '.join('?' * len(chunk))})",
             (rumble_id, *chunk),
         ):
-            found[row[0]] = (_totals_from_row(row[1:10]), row[10])
-    return found
+            copy[row[0]] = (_totals_from_row(row[1:10]), row[10])
+    return {bot: found for bot in bots if (found := copy[bot]) is not None}
 
 
 def put_totals(db: Store, rumble_id: int, rows: Iterable[tuple[int, Totals, Summary, str]]) -> None:
     """Write (bot, totals, summary, last battle) rows."""
+    rows = list(rows)
     db.conn.executemany(
         f"INSERT INTO bot_summaries (rumble_id, bot_id, {_TOTALS}, aps, aps_ci, survival, pl, pwin, "
         "last_battle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (rumble_id, bot_id) DO UPDATE SET "
@@ -88,6 +105,9 @@ def put_totals(db: Store, rumble_id: int, rows: Iterable[tuple[int, Totals, Summ
             for bot, t, s, last in rows
         ],
     )
+    copy = db._cache.get(_TOTALS_KEY)
+    if copy is not None:  # (if another connection committed since it was read, it is dropped at the next read)
+        copy[1].setdefault(rumble_id, {}).update((bot, (t, last)) for bot, t, _, last in rows)
 
 
 def rumble_pairings(db: Store, rumble_id: int):
@@ -127,12 +147,14 @@ def delete_pairings(db: Store, rumble_id: int, keys: Iterable[tuple[int, int]]) 
 
 def clear_totals(db: Store, rumble_id: int) -> None:
     db.execute("DELETE FROM bot_summaries WHERE rumble_id = ?", (rumble_id,))
+    db._cache.pop(_TOTALS_KEY, None)
 
 
 def clear_rumble(db: Store, rumble_id: int) -> None:
     """Delete a rumble's derived rows (before a rebuild writes them again)."""
     db.execute("DELETE FROM pairings WHERE rumble_id = ?", (rumble_id,))
     db.execute("DELETE FROM bot_summaries WHERE rumble_id = ?", (rumble_id,))
+    db._cache.pop(_TOTALS_KEY, None)
 
 
 def all_participant_ids(db: Store, rumble_id: int) -> list[int]:
