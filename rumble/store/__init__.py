@@ -184,6 +184,31 @@ def _run_after_commit(db: Store) -> None:
             logging.getLogger(__name__).exception("an action after a commit failed")
 
 
+def connection_copy(db: Store, key: str) -> dict:
+    """A dict this connection keeps under ``key`` for its copies of rows (in its cache, so a
+    rolled-back transaction or a restore clears it), emptied whenever another connection has
+    committed since (SQLite's ``data_version``). Keeping it up to date with this connection's own
+    writes is its owner's job: the functions that write those rows (rumble.store.waiting,
+    rumble.store.pairings ``totals_of``)."""
+    version = db.conn.execute("PRAGMA data_version").fetchone()[0]
+    kept = db._cache.get(key)
+    if kept is None or kept[0] != version:
+        kept = db._cache[key] = (version, {})
+    return kept[1]
+
+
+def connection_copy_if_any(db: Store, key: str) -> dict | None:
+    """The dict ``connection_copy`` keeps under ``key``, if any, without looking whether another
+    connection committed (a write on this one updating it: a stale one is emptied at its next read)."""
+    kept = db._cache.get(key)
+    return None if kept is None else kept[1]
+
+
+def drop_connection_copy(db: Store, key: str) -> None:
+    """Forget the dict ``connection_copy`` keeps under ``key``: this connection changed its rows."""
+    db._cache.pop(key, None)
+
+
 def restore_epoch(db: Store) -> int:
     """PRAGMA user_version: the restore epoch, bumped by every restore (rumble.store.backup)."""
     return db.conn.execute("PRAGMA user_version").fetchone()[0]

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rumble.rankings.scores import Pairing, Summary, Totals
-from rumble.store import Store
+from rumble.store import Store, connection_copy, connection_copy_if_any, drop_connection_copy
 
 _PAIRING = "battles, aps, aps_m2, survival, last_battle"
 _TOTALS = "pairings, battles, aps_exact, survival_exact, wins, draws, losses, ci_count, ci_exact"
 _EXACT = (2, 3, 8)  # positions of the exact sums in Totals, stored as hex text
-_TOTALS_KEY = "totals"  # this module's entry in the connection's cache (Store._cache): ``_totals_copy``
+_TOTALS_KEY = "totals"  # this module's copy of the summaries (rumble.store.connection_copy): ``_totals_copy``
 
 
 def _totals_from_row(row: tuple) -> Totals:
@@ -68,11 +68,7 @@ def _totals_copy(db: Store, rumble_id: int) -> dict[int, tuple[Totals, str] | No
     connection commits (SQLite's ``data_version`` changes) and when this one deletes summaries
     (``clear_totals``, ``clear_rumble``); ``put_totals``, the one other writer of the table, keeps
     it up to date, and a rolled-back transaction clears it with the connection's cache."""
-    version = db.conn.execute("PRAGMA data_version").fetchone()[0]
-    copy: tuple[int, dict[int, dict[int, tuple[Totals, str] | None]]] | None = db._cache.get(_TOTALS_KEY)
-    if copy is None or copy[0] != version:
-        copy = db._cache[_TOTALS_KEY] = (version, {})
-    return copy[1].setdefault(rumble_id, {})
+    return connection_copy(db, _TOTALS_KEY).setdefault(rumble_id, {})
 
 
 def totals_of(db: Store, rumble_id: int, bots) -> dict[int, tuple[Totals, str]]:
@@ -105,9 +101,9 @@ def put_totals(db: Store, rumble_id: int, rows: Iterable[tuple[int, Totals, Summ
             for bot, t, s, last in rows
         ],
     )
-    copy = db._cache.get(_TOTALS_KEY)
-    if copy is not None:  # (if another connection committed since it was read, it is dropped at the next read)
-        copy[1].setdefault(rumble_id, {}).update((bot, (t, last)) for bot, t, _, last in rows)
+    copies = connection_copy_if_any(db, _TOTALS_KEY)
+    if copies is not None:
+        copies.setdefault(rumble_id, {}).update((bot, (t, last)) for bot, t, _, last in rows)
 
 
 def rumble_pairings(db: Store, rumble_id: int):
@@ -147,14 +143,14 @@ def delete_pairings(db: Store, rumble_id: int, keys: Iterable[tuple[int, int]]) 
 
 def clear_totals(db: Store, rumble_id: int) -> None:
     db.execute("DELETE FROM bot_summaries WHERE rumble_id = ?", (rumble_id,))
-    db._cache.pop(_TOTALS_KEY, None)
+    drop_connection_copy(db, _TOTALS_KEY)
 
 
 def clear_rumble(db: Store, rumble_id: int) -> None:
     """Delete a rumble's derived rows (before a rebuild writes them again)."""
     db.execute("DELETE FROM pairings WHERE rumble_id = ?", (rumble_id,))
     db.execute("DELETE FROM bot_summaries WHERE rumble_id = ?", (rumble_id,))
-    db._cache.pop(_TOTALS_KEY, None)
+    drop_connection_copy(db, _TOTALS_KEY)
 
 
 def all_participant_ids(db: Store, rumble_id: int) -> list[int]:
