@@ -78,7 +78,7 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     for bot, old, new in ((a, old_a, new_a), (b, old_b, new_b)):
         # The opponent is active (just activated), so this pairing counts in the bot's totals.
         total, last = found.get(bot, (Totals(), ""))
-        total = total - scores.contribution(old) + scores.contribution(new)
+        total = scores.replace_contribution(total, old, new)
         rows.append((bot, total, scores.summary(total), max(last, when)))
     pairings.put_totals(db, rumble_id, rows)
     share = scores.battle_percent(battle.first.score, battle.second.score) / 100.0

@@ -29,6 +29,7 @@ bit for bit; and APS is the correctly rounded mean of the pairing APS, to the la
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -133,10 +134,10 @@ class Totals:
     ci_exact: int = 0  # Σ Var_p/(n_p − 1) over them, in units of 2^-1074
 
     def __add__(self, other: Totals) -> Totals:
-        return Totals(*(a + b for a, b in zip(self.astuple(), other.astuple())))
+        return Totals(*map(operator.add, self.astuple(), other.astuple()))
 
     def __sub__(self, other: Totals) -> Totals:
-        return Totals(*(a - b for a, b in zip(self.astuple(), other.astuple())))
+        return Totals(*map(operator.sub, self.astuple(), other.astuple()))
 
     def astuple(self) -> tuple[int, ...]:
         return (
@@ -157,6 +158,17 @@ def contribution(pairing: Pairing | None) -> Totals:
     if pairing is None or pairing.battles == 0:
         return Totals()
     return Totals(*_contribution_values(pairing))
+
+
+def replace_contribution(totals: Totals, old: Pairing | None, new: Pairing | None) -> Totals:
+    """``totals - contribution(old) + contribution(new)`` without the two intermediate Totals (a
+    bot's totals after a battle of one of its pairings; every upload computes two)."""
+    values = totals.astuple()
+    if old is not None and old.battles:
+        values = tuple(map(operator.sub, values, _contribution_values(old)))
+    if new is not None and new.battles:
+        values = tuple(map(operator.add, values, _contribution_values(new)))
+    return Totals(*values)
 
 
 def _contribution_values(pairing: Pairing) -> tuple[int, ...]:

@@ -32,7 +32,7 @@ import logging
 import os
 import pickle
 import resource
-import selectors
+import select
 import shutil
 import signal
 import socket
@@ -50,7 +50,8 @@ from rumble.store.group_commit import Work, apply_group, run_in_group
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-HEADER = struct.Struct(">I")  # each message: its length, then a pickle
+HEADER = struct.Struct(">I")  # each message and answer: its length, then its bytes
+PREPARE = struct.Struct(">I")  # a message's bytes: the length of the preparation's pickle, it, then the work's
 ANSWER_TIMEOUT_SECONDS = 120.0  # a group waits for the write lock at most SQLite's busy timeout (30 s) per try
 PARENT_CHECK_SECONDS = 1.0  # how often the writer looks whether the server that started it is still there
 MAX_MESSAGE_BYTES = 1 << 20  # an upload's work is a few hundred bytes; anything larger is not from a worker
@@ -161,20 +162,18 @@ def _serve(
     if ready is not None:
         ready(db)
     checkpoints = _Checkpoints(db_path, synchronous)
-    selector = selectors.DefaultSelector()
     listener.setblocking(False)
-    selector.register(listener, selectors.EVENT_READ)
-    buffers: dict[socket.socket, bytearray] = {}
+    poller = select.epoll()
+    poller.register(listener.fileno(), select.EPOLLIN)
+    peers: dict[int, _Peer] = {}
     while os.getppid() == parent:
-        waiting: list[tuple[socket.socket, Any]] = []
-        for key, _ in selector.select(PARENT_CHECK_SECONDS):
-            found = key.fileobj
-            assert isinstance(found, socket.socket)
-            if found is listener:  # new connections have usually sent their first request already
-                for conn in _accept(listener, selector, buffers):
-                    waiting += _read(conn, selector, buffers)
-            else:
-                waiting += _read(found, selector, buffers)
+        waiting: list[tuple[socket.socket, bytes]] = []
+        for fd, _ in poller.poll(PARENT_CHECK_SECONDS):
+            if fd == listener.fileno():  # new connections have usually sent their first request already
+                for peer in _accept(listener, poller, peers):
+                    waiting += _read(peer, poller, peers)
+            elif fd in peers:  # (not if dropped earlier in this round)
+                waiting += _read(peers[fd], poller, peers)
         if waiting:
             _apply(db, waiting)
             if db.commits_since_checkpoint >= CHECKPOINT_EVERY:
@@ -201,9 +200,17 @@ def _raise_file_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def _accept(listener: socket.socket, selector: selectors.BaseSelector, buffers: dict) -> list[socket.socket]:
+@dataclass
+class _Peer:
+    """A worker thread's connection, and what it sent that is not yet a whole request."""
+
+    conn: socket.socket
+    buffer: bytearray
+
+
+def _accept(listener: socket.socket, poller: select.epoll, peers: dict[int, _Peer]) -> list[_Peer]:
     """Every connection waiting to be accepted (a worker's threads connect when first used)."""
-    found: list[socket.socket] = []
+    found: list[_Peer] = []
     while True:
         try:
             conn, _ = listener.accept()
@@ -213,20 +220,22 @@ def _accept(listener: socket.socket, selector: selectors.BaseSelector, buffers: 
             log.exception("the writer process could not accept a worker's connection")
             return found
         conn.setblocking(False)
-        selector.register(conn, selectors.EVENT_READ)
-        buffers[conn] = bytearray()
-        found.append(conn)
+        poller.register(conn.fileno(), select.EPOLLIN)
+        peers[conn.fileno()] = peer = _Peer(conn, bytearray())
+        found.append(peer)
 
 
-def _read(conn: socket.socket, selector: selectors.BaseSelector, buffers: dict) -> list[tuple[socket.socket, Any]]:
-    """The whole requests that have arrived on ``conn``; a closed or misbehaving connection is dropped."""
+def _read(peer: _Peer, poller: select.epoll, peers: dict[int, _Peer]) -> list[tuple[socket.socket, bytes]]:
+    """The whole requests that have arrived on ``peer``; a closed or misbehaving connection is dropped."""
+    conn, buffer = peer.conn, peer.buffer
     try:
         data = conn.recv(65536)
     except BlockingIOError:
         return []
     except OSError:
         data = b""
-    buffer = buffers[conn]
+    if not buffer and len(data) > HEADER.size and HEADER.unpack_from(data)[0] == len(data) - HEADER.size:
+        return [(conn, data[HEADER.size :])]  # the usual case: exactly one whole request
     buffer += data
     found = []
     while len(buffer) >= HEADER.size:
@@ -236,19 +245,20 @@ def _read(conn: socket.socket, selector: selectors.BaseSelector, buffers: dict) 
         found.append((conn, bytes(buffer[HEADER.size : HEADER.size + size])))
         del buffer[: HEADER.size + size]
     if not data or (len(buffer) >= HEADER.size and HEADER.unpack_from(buffer)[0] > MAX_MESSAGE_BYTES):
-        selector.unregister(conn)
-        del buffers[conn]
+        poller.unregister(conn.fileno())
+        del peers[conn.fileno()]
         conn.close()
     return found
 
 
-def _apply(db: Store, waiting: list[tuple[socket.socket, Any]]) -> None:
+def _apply(db: Store, waiting: list[tuple[socket.socket, bytes]]) -> None:
     """Apply the waiting requests as one group and answer each on its connection."""
     works: list[Work] = []
     prepared: set[bytes] = set()
     for _, message in waiting:
         try:
-            prepare, apply = pickle.loads(message)
+            (size,) = PREPARE.unpack_from(message)
+            prepare, apply = message[PREPARE.size : PREPARE.size + size], message[PREPARE.size + size :]
             if prepare not in prepared:  # once per group: uploads to one rumble all ask the same
                 pickle.loads(prepare)(db)  # outside the write lock: e.g. reading a rumble's ratings copy
                 prepared.add(prepare)
@@ -343,9 +353,10 @@ class Writer:
         or the exception it raised. Without a writer (gone, or never reached), on ``db`` here."""
         conn = None if time.monotonic() < self._gone_until else self._connection()
         if conn is not None:
-            message = pickle.dumps((pickle.dumps(prepare), pickle.dumps(apply)))  # equal preparations run once
+            preparation, work = pickle.dumps(prepare), pickle.dumps(apply)  # equal preparations run once
+            size = PREPARE.size + len(preparation) + len(work)
             try:
-                conn.sendall(HEADER.pack(len(message)) + message)
+                conn.sendall(HEADER.pack(size) + PREPARE.pack(len(preparation)) + preparation + work)
             except OSError:
                 self._drop(conn)
                 conn = None

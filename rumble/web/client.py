@@ -209,8 +209,9 @@ def _store(
     """Store one checked upload on ``db`` inside the write transaction and decide its answer (no
     request context here: another thread's group may apply it)."""
     # Stamped under the write lock, so receive times never go backwards along the log.
-    battle = ingest.with_receipt(battle, remote_addr, moment.now())
-    hour_ago = store.format_time(moment.now() - timedelta(hours=1))
+    now = moment.now()
+    battle = ingest.with_receipt(battle, remote_addr, now)
+    hour_ago = store.format_time(now - timedelta(hours=1))
     too_many = growth.refusal(db, battle, hour_ago, settings["NEW_BOTS_PER_HOUR"], settings["MAX_PARTICIPANTS"])
     if too_many is not None:  # nothing of it written: not the battle, not a bot's row
         return _refused(too_many)
@@ -228,15 +229,15 @@ def _store(
             settings["PRIORITY_MIN_BATTLES"],
             settings["PRIORITY_HOLD_MINUTES"],
             _rng,
-            moment.now(),
+            now,
             battle.uploader,  # unconfirmed pairings go to another uploader first (issue 14)
         )
-    seen = UploadOutcome(Kind.ACCEPTED, battle.game, battle.first.name, battle.second.name, applied.counts)
+    names = (battle.game, battle.first.name, battle.second.name, applied.counts)
     if not applied.stored:
-        return replace(seen, kind=Kind.DUPLICATE)
+        return UploadOutcome(Kind.DUPLICATE, *names)
     if suspicion is not None:
-        return replace(seen, kind=Kind.HELD, reason=suspicion)
-    return replace(seen, priority=pair)
+        return UploadOutcome(Kind.HELD, *names, reason=suspicion)
+    return UploadOutcome(Kind.ACCEPTED, *names, priority=pair)
 
 
 def _refused(reason: str) -> UploadOutcome:

@@ -127,6 +127,21 @@ def test_removing_a_pairing_restores_the_totals_exactly():
     assert totals_of([a, b]) - contribution(b) == totals_of([a])
 
 
+def test_a_pairings_new_contribution_gives_the_totals_summed_afresh():
+    """scores.replace_contribution (every upload's update of two bots' totals) against totals_of
+    over the bot's pairings after the battle: first battles (no old pairing), pairings passing
+    from one battle to two (their interval term appears) and later battles."""
+    rng = random.Random(11)
+    for _ in range(300):
+        pairings = [
+            _pairing(*(rng.uniform(0, 100) for _ in range(rng.randrange(1, 4)))) for _ in range(rng.randrange(6))
+        ]
+        old = rng.choice([*pairings, None])
+        new = add_battle(old or Pairing(), rng.uniform(0, 100), rng.uniform(0, 100), "2026")
+        after = [new if p is old else p for p in pairings] + ([new] if old is None else [])
+        assert scores.replace_contribution(totals_of(pairings), old, new) == totals_of(after)
+
+
 def test_exact_sums_equal_the_exact_integers_added_one_by_one():
     """scores.exact_sums against scores.exact summed in Python, over normal, subnormal, negative and
     zero values in several groups (many sharing an exponent: the int64 parts must not overflow)."""
