@@ -353,10 +353,8 @@ class Writer:
         or the exception it raised. Without a writer (gone, or never reached), on ``db`` here."""
         conn = None if time.monotonic() < self._gone_until else self._connection()
         if conn is not None:
-            preparation, work = pickle.dumps(prepare), pickle.dumps(apply)  # equal preparations run once
-            size = PREPARE.size + len(preparation) + len(work)
             try:
-                conn.sendall(HEADER.pack(size) + PREPARE.pack(len(preparation)) + preparation + work)
+                conn.sendall(request(apply, prepare))
             except OSError:
                 self._drop(conn)
                 conn = None
@@ -410,6 +408,16 @@ class Writer:
     def _drop(self, conn: socket.socket) -> None:
         conn.close()
         self._local.conn = None
+
+
+def request(apply: Callable[[Store], Any], prepare: Callable[[Store], Any]) -> bytes:
+    """What a worker sends the writer process for ``Writer.run(db, apply, prepare)``: the length of
+    the rest, the length of the preparation's pickle, that pickle, then the work's (the writer
+    compares preparations by their pickles and runs equal ones once per group)."""
+    preparation, work = pickle.dumps(prepare), pickle.dumps(apply)
+    return (
+        HEADER.pack(PREPARE.size + len(preparation) + len(work)) + PREPARE.pack(len(preparation)) + preparation + work
+    )
 
 
 def _receive(conn: socket.socket) -> bytes:

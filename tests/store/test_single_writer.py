@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -114,6 +115,42 @@ def test_a_failing_work_raises_its_own_error_here_and_leaves_nothing(writer, ope
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="lists open files through Linux's /proc")
+def _answers(conn: socket.socket, count: int) -> list:
+    """``count`` answers of the writer process: each its length (4 bytes, big-endian), then a pickle of (ok, value)."""
+    data, found = b"", []
+    while len(found) < count:
+        chunk = conn.recv(65536)
+        assert chunk, "the writer process closed the connection"
+        data += chunk
+        while len(data) >= 4 and len(data) >= 4 + int.from_bytes(data[:4], "big"):
+            size = int.from_bytes(data[:4], "big")
+            found.append(pickle.loads(data[4 : 4 + size]))
+            data = data[4 + size :]
+    return found
+
+
+def test_requests_split_across_receives_or_sent_together_are_each_applied_and_answered(writer):
+    """The writer reads a request that arrives in pieces, and several that arrive in one piece,
+    as well as the usual one request per receive; each gets its own answer, in order."""
+    path, started = writer
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(30)
+    conn.connect(started.path)
+    try:
+        one = single_writer.request(partial(_put, "split", 1), _nothing)
+        for start in range(0, len(one), 7):  # 7 bytes at a time, the length itself cut in two
+            conn.sendall(one[start : start + 7])
+            time.sleep(0.002)
+        assert _answers(conn, 1) == [(True, started.pid)]
+        conn.sendall(b"".join(single_writer.request(partial(_put, f"together{k}", k), _nothing) for k in range(3)))
+        assert _answers(conn, 3) == [(True, started.pid)] * 3
+        conn.sendall(single_writer.request(partial(_put, "alone", 9), _nothing))
+        assert _answers(conn, 1) == [(True, started.pid)]
+    finally:
+        conn.close()
+    assert _settings(path) == {"split": 1, "together0": 0, "together1": 1, "together2": 2, "alone": 9}
+
+
 def test_the_writers_connection_keeps_savepoints_journal_in_memory(tmp_path):
     """A group one of whose works fails is applied again, each work in a savepoint
     (rumble/store/group_commit.py): on the writer's connection, a work that changes ~100 existing
