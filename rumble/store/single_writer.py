@@ -50,8 +50,7 @@ from rumble.store.group_commit import Work, apply_group, run_in_group
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-HEADER = struct.Struct(">I")  # each message and answer: its length, then its bytes
-PREPARE = struct.Struct(">I")  # a message's bytes: the length of the preparation's pickle, it, then the work's
+HEADER = struct.Struct(">I")  # a length: of each message and answer, then of a request's preparation (``request``)
 ANSWER_TIMEOUT_SECONDS = 120.0  # a group waits for the write lock at most SQLite's busy timeout (30 s) per try
 PARENT_CHECK_SECONDS = 1.0  # how often the writer looks whether the server that started it is still there
 MAX_MESSAGE_BYTES = 1 << 20  # an upload's work is a few hundred bytes; anything larger is not from a worker
@@ -257,8 +256,8 @@ def _apply(db: Store, waiting: list[tuple[socket.socket, bytes]]) -> None:
     prepared: set[bytes] = set()
     for _, message in waiting:
         try:
-            (size,) = PREPARE.unpack_from(message)
-            prepare, apply = message[PREPARE.size : PREPARE.size + size], message[PREPARE.size + size :]
+            (size,) = HEADER.unpack_from(message)
+            prepare, apply = message[HEADER.size : HEADER.size + size], message[HEADER.size + size :]
             if prepare not in prepared:  # once per group: uploads to one rumble all ask the same
                 pickle.loads(prepare)(db)  # outside the write lock: e.g. reading a rumble's ratings copy
                 prepared.add(prepare)
@@ -415,9 +414,7 @@ def request(apply: Callable[[Store], Any], prepare: Callable[[Store], Any]) -> b
     the rest, the length of the preparation's pickle, that pickle, then the work's (the writer
     compares preparations by their pickles and runs equal ones once per group)."""
     preparation, work = pickle.dumps(prepare), pickle.dumps(apply)
-    return (
-        HEADER.pack(PREPARE.size + len(preparation) + len(work)) + PREPARE.pack(len(preparation)) + preparation + work
-    )
+    return HEADER.pack(HEADER.size + len(preparation) + len(work)) + HEADER.pack(len(preparation)) + preparation + work
 
 
 def _receive(conn: socket.socket) -> bytes:

@@ -73,9 +73,10 @@ class UploadFront:
     objects cost as much again, so the body is read with werkzeug's stream functions (the stream
     a ``Request`` would read) and the answer is written with the headers its ``Response`` would
     send: about a twentieth more uploads per second. The answers are the same: the outcome is
-    counted for /RumbleStats (``rumble.web.upload_counter``) and sent with the ``upload_decided`` signal (the app is the sender); a server fault is logged
-    and answered 500 (raised, in a testing app, as Flask would); the counts are flushed and the WAL
-    checkpointed, when due, once the answer is on its way."""
+    counted for /RumbleStats (``rumble.web.upload_counter``) and sent with the ``upload_decided``
+    signal (the app is the sender); a server fault is logged and answered 500 (raised, in a testing
+    app, as Flask would); the counts are flushed and the WAL checkpointed, when due, once the answer
+    is on its way."""
 
     def __init__(self, app: Flask, inner: Callable) -> None:
         self.app, self.inner = app, inner
