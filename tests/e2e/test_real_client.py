@@ -162,14 +162,26 @@ def engine_skips(log: str) -> int:
     return log.count(ENGINE_SKIP)
 
 
+# The same jar-reading fault of the client's engine, for a member of a team: the engine reports it
+# and fights the battle without that robot (seen in CI in the teamrumble run). Nothing of it reaches
+# the server but the battle's result, which the client uploads as it does any other.
+ENGINE_MEMBER_FAULT = re.compile(
+    r"^java\.io\.IOException: Stream closed\n(?:\tat [^\n]*\n)*\n?"
+    r"Got an error with [^\n:]+: java\.lang\.ClassNotFoundException: [^\n]*\n",
+    re.MULTILINE,
+)
+
+
 def without_engine_skips(log: str) -> str:
-    """The client log without the blocks from ``Fighting battle`` to an engine skip."""
-    return re.sub(
+    """The client log without the blocks from ``Fighting battle`` to an engine skip, and without
+    the engine's faults reading a team member's jar (``ENGINE_MEMBER_FAULT``)."""
+    log = re.sub(
         rf"^Fighting battle \d+ \.\.\. [^\n]*\n(?:(?!Fighting battle)[^\n]*\n)*?{re.escape(ENGINE_SKIP)}[^\n]*\n",
         "",
         log,
         flags=re.MULTILINE,
     )
+    return ENGINE_MEMBER_FAULT.sub("", log)
 
 
 def assert_client_saw_no_error(run: ClientRun, battles: int) -> int:
@@ -326,3 +338,27 @@ def test_engine_skips_are_told_apart_from_errors():
     ]
     broken = CI_LOG_WITH_ENGINE_SKIP + "java.net.ConnectException: Connection refused\n"
     assert "Exception" in without_engine_skips(broken)
+
+
+CI_TEAM_LOG_WITH_MEMBER_FAULT = """\
+Fighting battle 1 ... sample.WallsSquad 1.0,sample.MixedSquad 1.0
+java.io.IOException: Stream closed
+\tat java.base/java.util.zip.InflaterInputStream.ensureOpen(InflaterInputStream.java:67)
+\tat roborumble.RoboRumbleAtHome.main(RoboRumbleAtHome.java:127)
+
+Got an error with sample.Crazy: java.lang.ClassNotFoundException: sample.Crazy
+RESULT = sample.WallsSquad 1.0 wins 8956 to 7217
+Uploading results ...
+OK. sample.WallsSquad 1.0 vs sample.MixedSquad 1.0 received for teamrumble
+"""
+
+
+def test_an_engine_fault_reading_a_team_members_jar_is_told_apart_from_errors():
+    """A CI teamrumble log (abridged): the engine could not read a member's jar and fought the
+    battle without it. That is no skip and no error of the server's; any other exception still shows."""
+    assert engine_skips(CI_TEAM_LOG_WITH_MEMBER_FAULT) == 0
+    kept = without_engine_skips(CI_TEAM_LOG_WITH_MEMBER_FAULT)
+    assert "Exception" not in kept
+    assert "RESULT = sample.WallsSquad 1.0 wins 8956 to 7217\n" in kept
+    other = CI_TEAM_LOG_WITH_MEMBER_FAULT.replace("Stream closed", "Connection reset")
+    assert "Exception" in without_engine_skips(other)
