@@ -31,6 +31,11 @@ this subclass adds (all three close the connection, nothing else):
   and every close waited for the client's end anyway. At most MAX_LINGERING connections linger
   per worker; beyond that the oldest is closed at once.
 
+- a whole upload (``whole_upload``) is served in the main thread, as a task of rumble.main_loop,
+  not by a thread: this worker is also that module's ``Loop`` (``watch``, ``soon``, ``in_thread``,
+  ``every_turn``, ``decline``). Its socket stays non-blocking; an answer that does not fit closes
+  the connection, so no client makes the main thread wait.
+
 It subclasses gunicorn internals (``TConn``, ``pending_conns``, ``keepalived_conns``, the poller's
 callbacks, the parser's ``unreader``),
 hence the pinned gunicorn major version in pyproject.toml; tests/e2e/test_hostile_clients.py checks
@@ -53,12 +58,14 @@ from gunicorn import http
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from rumble import settings
+from rumble.main_loop import Task, current_loop
 
 TICK_SECONDS = 0.2  # how often overdue reads are looked for: a deadline is kept to within this
 LINGER_SECONDS = 2.0  # a finished connection's wait for the client to close its side (gunicorn's own limit)
 LINGER_DRAIN_BYTES = 65536  # ...and what it reads and drops of the client's meanwhile (likewise)
 MAX_LINGERING = 1024  # finished connections lingering per worker; the oldest is closed beyond that
 READ_AHEAD_BYTES = 65536  # a request up to this size is read whole before it gets a thread (an upload is ~250 bytes)
+UPLOAD_REQUEST_LINES = (b"POST /UploadedResults ", b"POST /UploadedResults?")  # served in the main thread
 CONTENT_LENGTH = re.compile(rb"\ncontent-length:[ \t]*(\d{1,12})[ \t]*(?:\r|$)", re.MULTILINE)
 
 
@@ -152,6 +159,8 @@ class DeadlineThreadWorker(ThreadWorker):
             raise ValueError("READ_TIMEOUT_SECONDS and SEND_TIMEOUT_SECONDS must be positive")
         self.deadlines = Deadlines()
         self.lingering: dict[LingeringConn, float] = {}  # finished connections and when they are closed at the latest
+        self.turns: list = []  # rumble.main_loop.Loop.every_turn's calls
+        self.declined_until = 0.0  # no upload is served in the main thread before this (Loop.decline)
         threading.Thread(target=self.deadlines.run_forever, name="rumble-deadlines", daemon=True).start()
         super().init_process()  # loads the app (self.wsgi), then runs the worker's loop
 
@@ -208,12 +217,72 @@ class DeadlineThreadWorker(ThreadWorker):
         if not data or request_complete(conn.ahead):
             self._forget(conn, waiting)
             conn.data_ready = True
-            self.enqueue_req(conn)
+            if data and time.monotonic() >= self.declined_until and whole_upload(conn.ahead):
+                Task(partial(self._serve_here, conn), self).switch()
+            else:
+                self.enqueue_req(conn)
         elif kept_alive:  # its next request has begun: from now on it has READ_TIMEOUT_SECONDS to arrive
             self._forget(conn, waiting)
             conn.timeout = time.monotonic() + self.read_timeout
             self.pending_conns.append(conn)
             self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_pending_socket_readable, conn))
+
+    def _serve_here(self, conn) -> None:
+        """Serve ``conn``'s whole upload in this task of the main thread (rumble.main_loop), as a pool
+        thread would (``handle``, ``finish_request``) but without blocking: the socket stays
+        non-blocking, and an answer it does not take at once (the client has left that much of its
+        answers unread) closes the connection."""
+        ahead, conn.ahead = conn.ahead, b""
+        conn.initialized = True  # what conn.init would do in a thread, but the socket stays non-blocking
+        if conn.parser is None:
+            conn.parser = http.get_parser(self.cfg, conn.sock, conn.client)
+        conn.parser.unreader.unread(ahead)
+        req, keep = None, False
+        try:
+            req = next(conn.parser)
+            keep = self._keepalive_after(conn, self.handle_request(req, conn))
+        except (StopIteration, http.errors.NoMoreData):
+            pass
+        except BrokenPipeError as error:
+            if isinstance(error.__cause__, BlockingIOError):
+                self.log.info("rumble: closed a connection from %s that left its answers unread", conn.client)
+        except OSError as error:
+            if error.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
+                self.log.exception("Socket error processing request.")
+        except Exception as error:
+            try:
+                self.handle_error(req, conn.sock, conn.client, error)
+            except Exception:
+                self.log.exception("could not answer a failed upload")
+        self.finish_request(conn, _Done(keep))
+
+    # rumble.main_loop.Loop: what the main thread's tasks wait for, through this worker's loop
+
+    def watch(self, sock: socket.socket, ready, writing: bool) -> None:
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if writing else 0)
+        callback = partial(_call_ready, ready)
+        try:
+            self.poller.modify(sock, events, callback)
+        except KeyError:
+            self.poller.register(sock, events, callback)
+
+    def unwatch(self, sock: socket.socket) -> None:
+        try:
+            self.poller.unregister(sock)
+        except (KeyError, ValueError, OSError):
+            pass
+
+    def soon(self, call) -> None:
+        self.method_queue.defer(call)
+
+    def in_thread(self, call) -> None:
+        self.tpool.submit(call)
+
+    def every_turn(self, call) -> None:
+        self.turns.append(call)
+
+    def decline(self, seconds: float) -> None:
+        self.declined_until = time.monotonic() + seconds
 
     def murder_pending(self) -> None:
         """Close the connections whose request did not arrive within READ_TIMEOUT_SECONDS; but one whose
@@ -275,6 +344,8 @@ class DeadlineThreadWorker(ThreadWorker):
         """gunicorn's closing of expired kept-alive connections; and of lingering ones past LINGER_SECONDS."""
         super().murder_keepalived(force)
         now = time.monotonic()
+        if self.turns:  # called at every turn of the loop: what the main thread's tasks wait for is checked
+            self.turns = [call for call in self.turns if call(now)]
         while self.lingering:
             conn, deadline = next(iter(self.lingering.items()))
             if deadline > now and not force:
@@ -302,17 +373,51 @@ class DeadlineThreadWorker(ThreadWorker):
             _current.key = None
 
     def handle_request(self, req, conn):
-        self.deadlines.disarm(_current.key)  # the headers are in; the body's reads are timed one by one
+        self.deadlines.disarm(
+            getattr(_current, "key", None)
+        )  # the headers are in; the body's reads are timed one by one
         _current.key = None
         try:
             return super().handle_request(req, conn)
         except BlockingIOError as error:  # SO_SNDTIMEO: the client took nothing for send_timeout
+            if current_loop() is not None:  # (in the main thread: the answer did not fit, see _serve_here)
+                raise BrokenPipeError(errno.EPIPE, "the answer did not fit the socket") from error
             self.log.info(
                 "rumble: closed a connection from %s that took none of its answer for %.0f s",
                 conn.client,
                 self.send_timeout,
             )
             raise BrokenPipeError(errno.EPIPE, "send timed out") from error
+
+
+class _Done:
+    """What ``finish_request`` takes of a future: a request served in the main thread, done."""
+
+    def __init__(self, keep: bool) -> None:
+        self.keep = keep
+
+    def cancelled(self) -> bool:
+        return False
+
+    def result(self) -> bool:
+        return self.keep
+
+
+def _call_ready(ready, fileobj) -> None:  # the poller's callbacks are given the socket
+    ready()
+
+
+def whole_upload(data: bytes) -> bool:
+    """Whether ``data`` starts with a whole ``POST /UploadedResults`` whose body has a Content-Length
+    and is all there (the main thread serves it; rumble.main_loop says why)."""
+    if not data.startswith(UPLOAD_REQUEST_LINES):
+        return False
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        return False
+    head = data[:end].lower()
+    length = CONTENT_LENGTH.search(head)
+    return length is not None and b"\ntransfer-encoding:" not in head and len(data) - end - 4 >= int(length.group(1))
 
 
 def _received(sock: socket.socket, size: int) -> bytes | None:

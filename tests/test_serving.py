@@ -84,6 +84,7 @@ def _lingering_worker() -> DeadlineThreadWorker:
     worker.lingering = {}
     worker.keepalived_conns = collections.deque()
     worker.nr_conns = 0
+    worker.turns = []
     return worker
 
 

@@ -40,10 +40,13 @@ import struct
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
+from rumble import main_loop
 from rumble.store import CHECKPOINT_EVERY, Store, checkpoint, connect
 from rumble.store.group_commit import Work, apply_group, run_in_group
 
@@ -346,10 +349,28 @@ class Writer:
         self.path = path
         self._local = threading.local()
         self._gone_until = 0.0  # monotonic time until which the writer is taken as gone
+        self._channels: dict[int, Channel] = {}  # by process id: the main thread's channel (``_channel``)
 
     def run(self, db: Store, apply: Callable[[Store], T], prepare: Callable[[Store], Any]) -> T:
         """``apply(connection)`` in a committed write transaction of the writer process; its result,
-        or the exception it raised. Without a writer (gone, or never reached), on ``db`` here."""
+        or the exception it raised. Without a writer (gone, or never reached), on ``db`` here.
+
+        In a task of the worker's main thread (rumble.main_loop) the request goes on the worker's
+        one ``Channel`` and the task is suspended until its answer arrives; elsewhere it goes on
+        this thread's own connection, and the thread waits in ``recv``."""
+        loop = main_loop.current_loop()
+        if loop is not None:
+            channel = self._channel(loop)
+            if channel is not None and channel.send(request(apply, prepare)):
+                ok, value = main_loop.suspend()
+                if not ok:
+                    raise value
+                return value
+            # No channel, and nothing sent: applied here (it cannot be applied twice), never by waiting
+            # on a connection of the main thread; the pool's threads serve the next uploads for a while.
+            loop.decline(RETRY_SECONDS)
+            prepare(db)
+            return run_in_group(db, apply)
         conn = None if time.monotonic() < self._gone_until else self._connection()
         if conn is not None:
             try:
@@ -371,11 +392,31 @@ class Writer:
             raise value
         return value
 
+    def _channel(self, loop: main_loop.Loop) -> Channel | None:
+        """This process's channel for its main thread's tasks, connected when first needed (None if
+        the writer cannot be reached now)."""
+        channel = self._channels.get(os.getpid())
+        if channel is not None and not channel.broken:
+            return channel
+        if time.monotonic() < self._gone_until:
+            return None
+        try:
+            channel = Channel(self.path, loop)
+        except OSError as error:
+            self._unreachable(error)
+            return None
+        self._channels = {os.getpid(): channel}  # a forked child's copy of its parent's is never used
+        return channel
+
     def close(self) -> None:
-        """Close this thread's connection to the writer process (the next ``run`` opens another)."""
+        """Close this thread's connection to the writer process, and this process's channel (the next
+        ``run`` opens another)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None and getattr(self._local, "pid", None) == os.getpid():
             self._drop(conn)
+        channel = self._channels.pop(os.getpid(), None)
+        if channel is not None:
+            channel.close()
 
     def _connection(self) -> socket.socket | None:
         conn = getattr(self._local, "conn", None)
@@ -391,18 +432,23 @@ class Writer:
             conn.connect(self.path)
         except OSError as error:
             conn.close()
-            if isinstance(error, (FileNotFoundError, ConnectionRefusedError)):  # no writer listening
-                if self._gone_until == 0.0 or time.monotonic() >= self._gone_until:
-                    log.error(
-                        "the writer process at %s cannot be reached; this worker applies uploads itself "
-                        "and tries again in %g s",
-                        self.path,
-                        RETRY_SECONDS,
-                    )
-                self._gone_until = time.monotonic() + RETRY_SECONDS
-            return None  # otherwise (its queue full, out of files) this upload only is applied here
+            self._unreachable(error)
+            return None
         self._local.conn, self._local.pid = conn, os.getpid()
         return conn
+
+    def _unreachable(self, error: OSError) -> None:
+        """A connection to the writer failed with ``error``: if no writer listens, it is taken as gone
+        for RETRY_SECONDS (otherwise, its queue full or out of files, only this upload is applied here)."""
+        if isinstance(error, (FileNotFoundError, ConnectionRefusedError)):
+            if self._gone_until == 0.0 or time.monotonic() >= self._gone_until:
+                log.error(
+                    "the writer process at %s cannot be reached; this worker applies uploads itself "
+                    "and tries again in %g s",
+                    self.path,
+                    RETRY_SECONDS,
+                )
+            self._gone_until = time.monotonic() + RETRY_SECONDS
 
     def _drop(self, conn: socket.socket) -> None:
         conn.close()
@@ -426,3 +472,109 @@ def _receive(conn: socket.socket) -> bytes:
             raise EOFError("the writer process closed the connection")
         data += chunk
     return bytes(data[HEADER.size :])
+
+
+class Channel:
+    """A worker's connection to the writer process for the tasks of its main thread (rumble.main_loop):
+    requests of many tasks on one non-blocking socket, answered by the writer in the order sent, each
+    resumes the task that sent it. Should the writer go away or not answer within
+    ANSWER_TIMEOUT_SECONDS, every task waiting on it is resumed with that error (the client sends
+    its upload again) and the channel is closed; the next upload opens another."""
+
+    def __init__(self, path: str, loop: main_loop.Loop) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            sock.connect(path)  # a Unix socket connects at once, or fails (EAGAIN: the writer's backlog is full)
+        except OSError:
+            sock.close()
+            raise
+        self.sock, self.loop, self.broken = sock, loop, False
+        self.waiting: deque[tuple[Any, float]] = deque()  # (task, monotonic time sent), in the order sent
+        self.unsent = bytearray()  # what the socket did not take yet
+        self.received = bytearray()  # the start of an answer not yet whole
+        loop.watch(sock, self._ready, False)
+        loop.every_turn(self._check)
+
+    def send(self, data: bytes) -> bool:
+        """Send the calling task's request; False if the channel failed before any of it was sent
+        (then it cannot have been applied, and the caller may apply it another way)."""
+        if self.broken:
+            return False
+        if not self.unsent:
+            try:
+                sent = self.sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            except OSError as error:
+                self._fail(error)
+                return False
+            data = data[sent:]
+        self.waiting.append((main_loop.current_task(), time.monotonic()))
+        if data:
+            self.unsent += data
+            self.loop.watch(self.sock, self._ready, True)
+        return True
+
+    def _ready(self) -> None:
+        """In the loop: send what is left to send, read the answers that arrived and resume their tasks."""
+        if self.broken:
+            return
+        try:
+            if self.unsent:
+                del self.unsent[: self.sock.send(self.unsent)]
+                if not self.unsent:
+                    self.loop.watch(self.sock, self._ready, False)
+            data = self.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as error:
+            self._fail(error)
+            return
+        if not data:
+            self._fail(EOFError("the writer process closed the connection"))
+            return
+        self.received += data
+        answers = []
+        while len(self.received) >= HEADER.size:
+            size = HEADER.unpack_from(self.received)[0]
+            if len(self.received) < HEADER.size + size:
+                break
+            answers.append(bytes(self.received[HEADER.size : HEADER.size + size]))
+            del self.received[: HEADER.size + size]
+        for answer in answers:
+            if not self.waiting:
+                self._fail(RuntimeError("the writer process answered a request it was not sent"))
+                return
+            task, _ = self.waiting.popleft()
+            try:
+                value = pickle.loads(answer)
+            except Exception as error:
+                value = (False, RuntimeError(f"the writer process's answer could not be read: {error}"))
+            task.switch(value)
+
+    def _check(self, now: float) -> bool:
+        """In the loop, every turn: an answer waited for longer than ANSWER_TIMEOUT_SECONDS fails the
+        channel. False once the channel is closed (the loop then stops calling it)."""
+        if self.waiting and now - self.waiting[0][1] > ANSWER_TIMEOUT_SECONDS:
+            self._fail(TimeoutError(f"no answer from the writer process in {ANSWER_TIMEOUT_SECONDS:g} s"))
+        return not self.broken
+
+    def close(self) -> None:
+        """Close the channel; a task still waiting on it is resumed with an error."""
+        self._fail(ConnectionAbortedError("the channel was closed"), quietly=True)
+
+    def _fail(self, error: BaseException, quietly: bool = False) -> None:
+        """Close the channel; every waiting task is resumed (at the loop's next turn) with the error."""
+        if self.broken:
+            return
+        self.broken = True
+        self.loop.unwatch(self.sock)
+        self.sock.close()
+        waiting, self.waiting = list(self.waiting), deque()
+        if waiting or not quietly:
+            log.error("the connection to the writer process failed with %d uploads waiting: %r", len(waiting), error)
+        failure = RuntimeError("the writer process did not answer")
+        failure.__cause__ = error
+        for task, _ in waiting:
+            self.loop.soon(partial(task.switch, (False, failure)))

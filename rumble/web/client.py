@@ -26,6 +26,7 @@ from werkzeug.wsgi import ClosingIterator, get_content_length, get_input_stream
 from rumble import fields, growth, ingest, overrides, plausibility, store
 from rumble.battle import Battle
 from rumble.clock import Clock
+from rumble.main_loop import current_loop
 from rumble.protocol import ProtocolError, replies
 from rumble.protocol.games import RumbleSettings
 from rumble.protocol.names import key_candidates, to_key
@@ -36,7 +37,7 @@ from rumble.store.group_commit import run_in_group
 from rumble.store.rumbles import known_rumble_id, rumble_id
 from rumble.web import get_db, now, thread_db
 from rumble.web.body import GuardedInput, MalformedBody
-from rumble.web.upload_counter import counts_for, flush_quietly, upload_decided
+from rumble.web.upload_counter import Counts, counts_for, flush_quietly, upload_decided
 
 log = logging.getLogger(__name__)
 bp = Blueprint("client", __name__)
@@ -114,7 +115,7 @@ class UploadFront:
         # The headers werkzeug's Response gives a text/plain body, without building one: its
         # request and response objects cost a worker about as much CPU as the rest of the upload.
         start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(answer)))])
-        return ClosingIterator([answer], partial(_after_answer, counts_for(settings["DB"]), db))
+        return ClosingIterator([answer], partial(_after_answer, counts_for(settings["DB"]), db, settings))
 
     def _decided(self, outcome: UploadOutcome, started: float) -> None:
         """Count ``outcome`` and its server time for /RumbleStats and send it to ``upload_decided``'s listeners."""
@@ -123,10 +124,20 @@ class UploadFront:
         upload_decided.send(self.app, outcome=outcome)
 
 
-def _after_answer(counts, db: Store) -> None:
-    """Once the answer is on its way: the WAL checkpoint and the upload counts, each when due."""
+def _after_answer(counts: Counts, db: Store, settings: dict) -> None:
+    """Once the answer is on its way: the WAL checkpoint and the upload counts, each when due. In
+    the worker's main thread (rumble.main_loop), which must not wait for the write lock, a pool
+    thread adds the counts."""
     store.checkpoint_if_due(db)
-    flush_quietly(counts, db)
+    loop = current_loop()
+    if loop is None:
+        flush_quietly(counts, db)
+    elif counts.due():
+        loop.in_thread(partial(_flush_in_thread, counts, settings))
+
+
+def _flush_in_thread(counts: Counts, settings: dict) -> None:
+    flush_quietly(counts, thread_db(settings))
 
 
 def _receive(environ: dict, db: Store, moment: datetime, settings: dict, extensions: dict) -> UploadOutcome:

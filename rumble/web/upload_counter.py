@@ -46,6 +46,10 @@ class Counts:
             if outcome.kind in (Kind.REFUSED, Kind.ERROR) and len(self.errors) < MAX_ERRORS:
                 self.errors.append((store.format_time(now), kind, reason[:300]))
 
+    def due(self) -> bool:
+        """Whether ``flush`` would add counts now."""
+        return time.monotonic() - self.last_flush >= FLUSH_SECONDS and bool(self.counts or self.errors)
+
     def flush(self, db: store.Store, force: bool = False) -> bool:
         """Add the counts to ``db`` if FLUSH_SECONDS have passed since the last time (or ``force``)."""
         with self.lock:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import battle
 
+from rumble.battle import Battle
 from rumble.protocol.upload import format_upload
 
 from .e2e_support import JAVA_POST_HEADERS, live_server, post_like_java
@@ -153,3 +154,86 @@ def test_clients_that_never_close_their_side_do_not_hold_up_uploads(tmp_path):
                 sock.close()
         assert slowest < 2.0
         assert opened >= 100  # the clients kept coming: each got its answer at once
+
+
+def _upload_head(body: bytes, extra: str = "") -> bytes:
+    """The real client's request head for an upload of ``body`` (plus ``extra`` header lines)."""
+    return (
+        "POST /UploadedResults HTTP/1.1\r\nHost: x\r\n"
+        + "".join(f"{k}: {v}\r\n" for k, v in JAVA_POST_HEADERS)
+        + extra
+        + ("" if "chunked" in extra else f"Content-Length: {len(body)}\r\n")
+        + "\r\n"
+    ).encode()
+
+
+def _received(sent: Battle) -> str:
+    return f"OK. {sent.first.name} vs {sent.second.name} received for roborumble"
+
+
+def test_uploads_are_answered_while_the_only_thread_waits_for_a_body(tmp_path):
+    """A whole upload is served in the worker's main thread (rumble.main_loop), not by a pool
+    thread: with one thread, held by a chunked body that never ends, uploads are still answered at
+    once. Served by the pool, each would wait the held body's 6 s read deadline first."""
+    settings = {"THREADS": "1", "PAGE_REQUESTS": "1", "READ_TIMEOUT_SECONDS": "6", "BATCH_INTERVAL_MINUTES": "0"}
+    with live_server(tmp_path, workers=1, settings=settings) as server, _connect(server) as held:
+        held.sendall(_upload_head(b"", "Transfer-Encoding: chunked\r\n") + b"400\r\ngame=roborumble&")
+        time.sleep(0.5)  # the thread is reading the body
+        started = time.monotonic()
+        for k in range(5):
+            sent = battle(first=f"main.Thread{k} 1.0")
+            status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(sent))
+            assert (status, text.splitlines()[-1]) == (200, _received(sent))
+        assert time.monotonic() - started < 3.0  # (the held body's deadline is 6 s after its thread began)
+        held.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            held.recv(1)  # its thread still waits for the body: not answered yet
+        held.setblocking(True)
+        answer = _read_all(held)  # cut at its deadline, and answered in the protocol's form
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.split(b"\r\n\r\n", 1)[1].startswith(b"OK. ERROR: ")
+
+
+def _upload_now_and_then(url: str, stop: threading.Event, waits: list[float], answers: list) -> None:
+    k = 0
+    while not stop.is_set():
+        sent = battle(first=f"steady.Uploader{k % 40} 1.0")
+        started = time.monotonic()
+        status, _, text = post_like_java(url + "/UploadedResults", format_upload(sent))
+        waits.append(time.monotonic() - started)
+        answers.append((status, text.splitlines()[-1]) == (200, _received(sent)))
+        k += 1
+        time.sleep(0.05)
+
+
+def test_a_client_that_never_reads_its_answers_is_closed_while_uploads_go_on(tmp_path):
+    """One connection sends upload after upload and reads none of the answers (its receive buffer
+    small). The main thread writes answers without waiting: once one no longer fits, it closes the
+    connection. Had it waited for the client (a blocking send), every upload of the worker would
+    have stopped with it."""
+    settings = {"SEND_TIMEOUT_SECONDS": "2", "BATCH_INTERVAL_MINUTES": "0"}
+    body = format_upload(battle(game="nosuchrumble"))  # refused (unknown rumble): answered at once
+    request = _upload_head(body) + body
+    with live_server(tmp_path, workers=1, settings=settings) as server:
+        parts = urlsplit(server.url)
+        stop, waits, answers = threading.Event(), [], []
+        steady = threading.Thread(target=_upload_now_and_then, args=(server.url, stop, waits, answers), daemon=True)
+        steady.start()
+        hostile = socket.socket()
+        hostile.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        hostile.connect((parts.hostname, parts.port))
+        hostile.settimeout(WAIT_S)
+        sent, deadline = 0, time.monotonic() + 90
+        try:
+            with pytest.raises(OSError):  # the server closed it (reset: it had unread uploads)
+                while time.monotonic() < deadline:
+                    hostile.sendall(request)
+                    sent += 1
+                    time.sleep(0.0005)
+        finally:
+            hostile.close()
+            stop.set()
+            steady.join(timeout=WAIT_S)
+        output = server.output()
+    assert sent > 100  # its answers filled the buffers first
+    assert len(waits) >= 10 and all(answers) and max(waits) < 1.0  # (a blocking send would wait 2 s)
+    assert "left its answers unread" in output or "that took none of its answer" in output

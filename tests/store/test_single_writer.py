@@ -8,6 +8,8 @@ from __future__ import annotations
 import fcntl
 import os
 import pickle
+import selectors
+import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from rumble import store
+from rumble.main_loop import Task
 from rumble.store import admin_settings, group_commit, single_writer
 from rumble.store.group_commit import Work
 from tests.e2e.test_group_commit import _commits  # transactions counted in the WAL file
@@ -278,3 +281,118 @@ def test_socket_directories_left_by_killed_writers_are_removed_and_live_ones_kep
         f"{single_writer.PREFIX}young",
         "unrelated",
     ]
+
+
+class _Loop:
+    """A loop for tasks (rumble.main_loop.Loop), as a worker's main thread runs one: a poller, calls
+    for its next turn, checks at every turn. ``run_until`` turns it until a condition holds."""
+
+    def __init__(self) -> None:
+        self.poller = selectors.DefaultSelector()
+        self.next_turn: list = []
+        self.turns: list = []
+        self.declined = 0.0
+
+    def watch(self, sock, ready, writing) -> None:
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if writing else 0)
+        try:
+            self.poller.modify(sock, events, ready)
+        except KeyError:
+            self.poller.register(sock, events, ready)
+
+    def unwatch(self, sock) -> None:
+        self.poller.unregister(sock)
+
+    def soon(self, call) -> None:
+        self.next_turn.append(call)
+
+    def in_thread(self, call) -> None:
+        threading.Thread(target=call).start()
+
+    def every_turn(self, call) -> None:
+        self.turns.append(call)
+
+    def decline(self, seconds: float) -> None:
+        self.declined = seconds
+
+    def run_until(self, done, seconds: float = 30.0) -> None:
+        deadline = time.monotonic() + seconds
+        while not done():
+            assert time.monotonic() < deadline, "the tasks were not resumed in time"
+            for key, _ in self.poller.select(0.05):
+                key.data()
+            calls, self.next_turn = self.next_turn, []
+            for call in calls:
+                call()
+            self.turns = [call for call in self.turns if call(time.monotonic())]
+
+
+def _in_task(loop: _Loop, results: dict, key, call) -> None:
+    """Start ``call()`` as a task of ``loop``; its result, or the exception it raised, goes to ``results[key]``."""
+
+    def run() -> None:
+        try:
+            results[key] = call()
+        except Exception as error:
+            results[key] = error
+
+    Task(run, loop).switch()
+
+
+def _sleep_then_put(name: str, db: store.Store) -> int:
+    time.sleep(1.0)
+    return _put(name, 1, db)
+
+
+def test_tasks_share_one_channel_and_each_is_resumed_with_its_own_answer(writer, open_writer):
+    """Main-thread tasks (rumble.main_loop) send their works on one connection, all in flight at
+    once, and each is resumed with its own result or exception, as the thread's own ``run`` gives."""
+    path, started = writer
+    db = store.connect(path, migrate=False)
+    to_writer, loop, results = open_writer(started.path), _Loop(), {}
+    for k in range(5):
+        work = partial(_fail_after_writing, "bad") if k == 2 else partial(_put, f"task{k}", k)
+        _in_task(loop, results, k, partial(to_writer.run, db, work, _nothing))
+    channel = to_writer._channels[os.getpid()]
+    assert results == {} and len(channel.waiting) == 5  # all five sent, none answered yet: every task is suspended
+    loop.run_until(lambda: len(results) == 5)
+    db.close()
+    failed = results.pop(2)
+    assert isinstance(failed, ValueError) and str(failed) == "no bad for you"
+    assert results == {k: started.pid for k in (0, 1, 3, 4)}
+    assert _settings(path) == {"task0": 0, "task1": 1, "task3": 3, "task4": 4}
+    assert not channel.waiting and loop.declined == 0.0
+
+
+def test_tasks_waiting_when_the_writer_dies_get_an_error_and_later_ones_are_applied_here(writer, open_writer):
+    path, started = writer
+    db = store.connect(path, migrate=False)
+    to_writer, loop, results = open_writer(started.path), _Loop(), {}
+    _in_task(loop, results, "slow", partial(to_writer.run, db, partial(_sleep_then_put, "slow"), _nothing))
+    _in_task(loop, results, "next", partial(to_writer.run, db, partial(_put, "next", 2), _nothing))
+    time.sleep(0.3)  # the writer is inside the slow work
+    os.kill(started.pid, signal.SIGKILL)
+    os.waitpid(started.pid, 0)  # gone, with its listening socket
+    loop.run_until(lambda: len(results) == 2)
+    for key in ("slow", "next"):
+        assert isinstance(results[key], RuntimeError) and str(results[key]) == "the writer process did not answer"
+    # Nobody listens any more: the next task's work is applied in place, and the loop told to serve
+    # uploads in its threads for a while (their own connections find the writer gone too).
+    _in_task(loop, results, "after", partial(to_writer.run, db, partial(_put, "after", 3), _nothing))
+    db.close()
+    assert results["after"] == os.getpid()
+    assert loop.declined == single_writer.RETRY_SECONDS
+    assert _settings(path) == {"after": 3}  # the slow work was never committed
+
+
+def test_a_task_waiting_longer_than_the_answer_timeout_gets_an_error(writer, open_writer, monkeypatch):
+    path, started = writer
+    monkeypatch.setattr(single_writer, "ANSWER_TIMEOUT_SECONDS", 0.3)
+    db = store.connect(path, migrate=False)
+    to_writer, loop, results = open_writer(started.path), _Loop(), {}
+    _in_task(loop, results, "slow", partial(to_writer.run, db, partial(_sleep_then_put, "slow"), _nothing))
+    loop.run_until(lambda: len(results) == 1)
+    db.close()
+    assert isinstance(results["slow"], RuntimeError) and str(results["slow"]) == "the writer process did not answer"
+    assert isinstance(results["slow"].__cause__, TimeoutError)
+    assert loop.turns == []  # the closed channel is no longer checked
