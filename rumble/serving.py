@@ -373,9 +373,8 @@ class DeadlineThreadWorker(ThreadWorker):
             _current.key = None
 
     def handle_request(self, req, conn):
-        self.deadlines.disarm(
-            getattr(_current, "key", None)
-        )  # the headers are in; the body's reads are timed one by one
+        # The headers are in; the body's reads are timed one by one (none in the main thread: its key is unset).
+        self.deadlines.disarm(getattr(_current, "key", None))
         _current.key = None
         try:
             return super().handle_request(req, conn)

@@ -237,3 +237,37 @@ def test_a_client_that_never_reads_its_answers_is_closed_while_uploads_go_on(tmp
     assert sent > 100  # its answers filled the buffers first
     assert len(waits) >= 10 and all(answers) and max(waits) < 1.0  # (a blocking send would wait 2 s)
     assert "left its answers unread" in output or "that took none of its answer" in output
+
+
+def _answers(sock: socket.socket, count: int) -> list[bytes]:
+    """The bodies of the next ``count`` answers on ``sock`` (each with a Content-Length)."""
+    data, bodies = b"", []
+    while len(bodies) < count:
+        end = data.find(b"\r\n\r\n")
+        if end >= 0:
+            head = data[:end].lower()
+            length = int(head.split(b"content-length:")[1].split(b"\r\n")[0])
+            if len(data) >= end + 4 + length:
+                bodies.append(data[end + 4 : end + 4 + length])
+                data = data[end + 4 + length :]
+                continue
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection"
+        data += chunk
+    return bodies
+
+
+def test_uploads_sent_together_on_one_connection_are_each_answered_in_order(strict_server):
+    """Three uploads in one send: the main thread serves the first, and the rest, already read
+    with it, go on to a thread (rumble.serving); then two more, one at a time, on the same
+    connection. Each gets its own answer, in order."""
+    sent = [battle(first=f"piped.Bot{k} 1.0") for k in range(5)]
+    requests_ = [_upload_head(format_upload(b)) + format_upload(b) for b in sent]
+    with _connect(strict_server) as sock:
+        sock.sendall(b"".join(requests_[:3]))
+        bodies = _answers(sock, 3)
+        for request in requests_[3:]:
+            sock.sendall(request)
+            bodies += _answers(sock, 1)
+    assert [body.decode().splitlines()[-1] for body in bodies] == [_received(b) for b in sent]
+    assert strict_server.battle_count() == 5
