@@ -522,7 +522,8 @@ class Channel:
             return
         try:
             if self.unsent:
-                del self.unsent[: self.sock.send(self.unsent)]
+                with contextlib.suppress(BlockingIOError, InterruptedError):  # not writable yet: still read
+                    del self.unsent[: self.sock.send(self.unsent)]
                 if not self.unsent:
                     self.loop.watch(self.sock, self._ready, False)
             data = self.sock.recv(65536)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from rumble import store
+from rumble import main_loop, store
 from rumble.main_loop import Task
 from rumble.store import admin_settings, group_commit, single_writer
 from rumble.store.group_commit import Work
@@ -396,3 +396,49 @@ def test_a_task_waiting_longer_than_the_answer_timeout_gets_an_error(writer, ope
     assert isinstance(results["slow"], RuntimeError) and str(results["slow"]) == "the writer process did not answer"
     assert isinstance(results["slow"].__cause__, TimeoutError)
     assert loop.turns == []  # the closed channel is no longer checked
+
+
+def test_a_channel_keeps_what_the_socket_did_not_take_and_sends_it_in_order(tmp_path):
+    """A stand-in writer that reads nothing at first: the tasks' requests fill the socket, the rest
+    waits in the channel (the task is not held up); once it reads, it gets every request whole and
+    in order, and its answers, sent back in that order, resume each task with its own."""
+    path = str(tmp_path / "w.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    loop, results = _Loop(), {}
+    channel = single_writer.Channel(path, loop)
+    payload = "x" * 50_000
+    requests_ = [single_writer.request(partial(_put, f"{k}{payload}", k), _nothing) for k in range(40)]
+
+    def send(k: int) -> int:
+        assert channel.send(requests_[k])
+        return main_loop.suspend()
+
+    for k in range(40):
+        _in_task(loop, results, k, partial(send, k))
+    assert channel.unsent and len(channel.waiting) == 40  # ~2 MB: more than the socket holds
+    writer_side, _ = listener.accept()
+    writer_side.settimeout(30)
+    expected, received = b"".join(requests_), bytearray()
+    reader = threading.Thread(target=lambda: _read_exactly(writer_side, len(expected), received))
+    reader.start()
+    loop.run_until(lambda: not channel.unsent)
+    reader.join(timeout=30)
+    assert bytes(received) == expected
+    for k in range(40):
+        answer = pickle.dumps(k * 10)
+        writer_side.sendall(single_writer.HEADER.pack(len(answer)) + answer)
+    loop.run_until(lambda: len(results) == 40)
+    assert results == {k: k * 10 for k in range(40)}
+    channel.close()
+    writer_side.close()
+    listener.close()
+
+
+def _read_exactly(sock: socket.socket, size: int, into: bytearray) -> None:
+    while len(into) < size:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            return
+        into += chunk
