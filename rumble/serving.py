@@ -51,6 +51,7 @@ import socket
 import struct
 import threading
 import time
+from concurrent.futures import Future
 from functools import partial
 from typing import Any
 
@@ -254,7 +255,9 @@ class DeadlineThreadWorker(ThreadWorker):
                 self.handle_error(req, conn.sock, conn.client, error)
             except Exception:
                 self.log.exception("could not answer a failed upload")
-        self.finish_request(conn, _Done(keep))
+        done: Future[bool] = Future()  # what finish_request takes from a pool thread
+        done.set_result(keep)
+        self.finish_request(conn, done)
 
     # rumble.main_loop.Loop: what the main thread's tasks wait for, through this worker's loop
 
@@ -389,34 +392,8 @@ class DeadlineThreadWorker(ThreadWorker):
             raise BrokenPipeError(errno.EPIPE, "send timed out") from error
 
 
-class _Done:
-    """What ``finish_request`` takes of a future: a request served in the main thread, done."""
-
-    def __init__(self, keep: bool) -> None:
-        self.keep = keep
-
-    def cancelled(self) -> bool:
-        return False
-
-    def result(self) -> bool:
-        return self.keep
-
-
 def _call_ready(ready, fileobj) -> None:  # the poller's callbacks are given the socket
     ready()
-
-
-def whole_upload(data: bytes) -> bool:
-    """Whether ``data`` starts with a whole ``POST /UploadedResults`` whose body has a Content-Length
-    and is all there (the main thread serves it; rumble.main_loop says why)."""
-    if not data.startswith(UPLOAD_REQUEST_LINES):
-        return False
-    end = data.find(b"\r\n\r\n")
-    if end < 0:
-        return False
-    head = data[:end].lower()
-    length = CONTENT_LENGTH.search(head)
-    return length is not None and b"\ntransfer-encoding:" not in head and len(data) - end - 4 >= int(length.group(1))
 
 
 def _received(sock: socket.socket, size: int) -> bytes | None:
@@ -450,15 +427,30 @@ def request_complete(data: bytes) -> bool:
     Content-Length of at most READ_AHEAD_BYTES (a longer or chunked body is read by the thread
     serving the request, against the deadline); more than READ_AHEAD_BYTES of headers count as
     complete too, for the parser to refuse."""
+    framing = _framing(data)
+    if framing is None:
+        return len(data) >= READ_AHEAD_BYTES
+    body, size = framing
+    return size is None or size > READ_AHEAD_BYTES or body >= size
+
+
+def whole_upload(data: bytes) -> bool:
+    """Whether ``data`` starts with a whole ``POST /UploadedResults`` whose body has a Content-Length
+    and is all there (the main thread serves it; rumble.main_loop says why)."""
+    framing = _framing(data) if data.startswith(UPLOAD_REQUEST_LINES) else None
+    return framing is not None and framing[1] is not None and framing[0] >= framing[1]
+
+
+def _framing(data: bytes) -> tuple[int, int | None] | None:
+    """For the start of a request: how many bytes of its body have arrived, and its Content-Length
+    (None without one, or for a chunked body); None while its headers are not all there."""
     end = data.find(b"\r\n\r\n")
     if end < 0:
-        return len(data) >= READ_AHEAD_BYTES
+        return None
     head = data[:end].lower()
     length = CONTENT_LENGTH.search(head)
-    if length is None or b"\ntransfer-encoding:" in head:
-        return True
-    size = int(length.group(1))
-    return size > READ_AHEAD_BYTES or len(data) - end - 4 >= size
+    size = None if length is None or b"\ntransfer-encoding:" in head else int(length.group(1))
+    return len(data) - end - 4, size
 
 
 def _timed_input(app, worker: DeadlineThreadWorker, environ: dict, start_response):

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from rumble import serving
-from rumble.serving import Deadlines, DeadlineThreadWorker, LingeringConn, request_complete
+from rumble.serving import Deadlines, DeadlineThreadWorker, LingeringConn, request_complete, whole_upload
 
 
 def test_an_overdue_read_ends_with_end_of_file():
@@ -70,6 +70,25 @@ def test_a_socket_shut_for_reading_can_still_answer():
 )
 def test_a_request_is_handed_to_a_thread_once_complete(data, complete):
     assert request_complete(data) is complete
+
+
+@pytest.mark.parametrize(
+    ("data", "here"),
+    [
+        (b"POST /UploadedResults HTTP/1.1\r\nHost: x\r\ncontent-length: 5\r\n\r\nabcde", True),
+        (b"POST /UploadedResults?x=1 HTTP/1.1\r\nContent-Length: 2\r\n\r\nab", True),
+        (b"POST /UploadedResults HTTP/1.1\r\nContent-Length: 2\r\n\r\nabPOST /Upl", True),  # the next begins
+        (b"POST /UploadedResults HTTP/1.1\r\nContent-Length: 5\r\n\r\nab", False),  # body short of its length
+        (b"POST /UploadedResults HTTP/1.1\r\nContent-Length: 999999\r\n\r\nab", False),
+        (b"POST /UploadedResults HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n", False),
+        (b"POST /UploadedResults HTTP/1.1\r\nHost: x\r\n\r\n", False),  # no length: the thread path answers it
+        (b"POST /UploadedResultsX HTTP/1.1\r\nContent-Length: 2\r\n\r\nab", False),
+        (b"GET /UploadedResults HTTP/1.1\r\n\r\n", False),
+        (b"POST /RankingsFile HTTP/1.1\r\nContent-Length: 2\r\n\r\nab", False),
+    ],
+)
+def test_only_a_whole_upload_with_its_length_is_served_in_the_main_thread(data, here):
+    assert whole_upload(data) is here
 
 
 class _Cfg:

@@ -366,12 +366,12 @@ class Writer:
                 if not ok:
                     raise value
                 return value
-            # No channel, and nothing sent: applied here (it cannot be applied twice), never by waiting
-            # on a connection of the main thread; the pool's threads serve the next uploads for a while.
+            # Not sent: applied here below, never by waiting on a connection in the main thread; the
+            # pool's threads serve the next uploads for a while.
             loop.decline(RETRY_SECONDS)
-            prepare(db)
-            return run_in_group(db, apply)
-        conn = None if time.monotonic() < self._gone_until else self._connection()
+            conn = None
+        else:
+            conn = None if time.monotonic() < self._gone_until else self._connection()
         if conn is not None:
             try:
                 conn.sendall(request(apply, prepare))

@@ -415,25 +415,27 @@ def test_a_channel_keeps_what_the_socket_did_not_take_and_sends_it_in_order(tmp_
         assert channel.send(requests_[k])
         return main_loop.suspend()
 
-    for k in range(40):
-        _in_task(loop, results, k, partial(send, k))
-    assert channel.unsent and len(channel.waiting) == 40  # ~2 MB: more than the socket holds
-    writer_side, _ = listener.accept()
-    writer_side.settimeout(30)
-    expected, received = b"".join(requests_), bytearray()
-    reader = threading.Thread(target=lambda: _read_exactly(writer_side, len(expected), received))
-    reader.start()
-    loop.run_until(lambda: not channel.unsent)
-    reader.join(timeout=30)
-    assert bytes(received) == expected
-    for k in range(40):
-        answer = pickle.dumps(k * 10)
-        writer_side.sendall(single_writer.HEADER.pack(len(answer)) + answer)
-    loop.run_until(lambda: len(results) == 40)
-    assert results == {k: k * 10 for k in range(40)}
-    channel.close()
-    writer_side.close()
-    listener.close()
+    try:
+        for k in range(40):
+            _in_task(loop, results, k, partial(send, k))
+        assert channel.unsent and len(channel.waiting) == 40  # ~2 MB: more than the socket holds
+        writer_side, _ = listener.accept()
+        with writer_side:
+            writer_side.settimeout(30)
+            expected, received = b"".join(requests_), bytearray()
+            reader = threading.Thread(target=lambda: _read_exactly(writer_side, len(expected), received))
+            reader.start()
+            loop.run_until(lambda: not channel.unsent)
+            reader.join(timeout=30)
+            assert bytes(received) == expected
+            for k in range(40):
+                answer = pickle.dumps(k * 10)
+                writer_side.sendall(single_writer.HEADER.pack(len(answer)) + answer)
+            loop.run_until(lambda: len(results) == 40)
+        assert results == {k: k * 10 for k in range(40)}
+    finally:
+        channel.close()
+        listener.close()
 
 
 def _read_exactly(sock: socket.socket, size: int, into: bytearray) -> None:
