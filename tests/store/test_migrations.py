@@ -88,6 +88,76 @@ def test_server_connections_checkpoint_outside_commits(tmp_path):
     db.close()
 
 
+def _checkpoint_with_writers(tmp_path, monkeypatch, appended: list[int]) -> tuple[int, list[bool]]:
+    """``store.checkpoint`` while another connection commits ``appended[k]`` rows during the k-th
+    pass that runs beside it; (what checkpoint returns, whether each pass held the write lock)."""
+    path = tmp_path / "k.db"
+    db = store.connect(path, autocheckpoint=False)
+    other = store.connect(path, migrate=False, autocheckpoint=False)
+    rows = iter(range(10**6))
+
+    def commit(count: int) -> None:
+        for _ in range(count):
+            with store.write(other):
+                n = next(rows)
+                other.execute(
+                    "INSERT INTO bots (full_name, package, class_name, version, created_at) "
+                    "VALUES (?, 'p', 'B', ?, 'now')",
+                    (f"p.B {n}", str(n)),
+                )
+
+    commit(400)
+    locked: list[bool] = []
+    real = store._checkpoint_pass
+
+    # The commits of a pass "beside the writers" are made after it, as if made while it ran: a
+    # reader holding the newest snapshot keeps the next commit from starting the WAL again, as
+    # frames appended during a pass do.
+    reader = sqlite3.connect(path, isolation_level=None)
+
+    def pass_beside_writers(conn):
+        probe = store.try_lock(db.lock_path)  # None while the checkpoint holds the write lock
+        locked.append(probe is None)
+        if reader.in_transaction:
+            reader.execute("COMMIT")
+        if probe is None:
+            return real(conn)
+        probe.close()
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM bots").fetchone()
+        frames = real(conn)
+        commit(appended.pop(0) if appended else 0)
+        return frames
+
+    monkeypatch.setattr(store, "_checkpoint_pass", pass_beside_writers)
+    last = store.checkpoint(db)
+    monkeypatch.undo()
+    busy, log, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert (busy, copied) == (0, log)  # nothing left to copy: the next write starts the WAL again
+    commit(1)
+    assert db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1] < 10
+    reader.close()
+    other.close()
+    db.close()
+    return last, locked
+
+
+def test_a_checkpoint_holds_the_write_lock_only_for_what_its_last_short_pass_let_through(tmp_path, monkeypatch):
+    """Passes beside the writers go on while each finds many new frames (300 commits' worth),
+    stop at one that finds few (20 commits), and the pass under the lock copies only the frames of
+    the 5 commits made during that last one; one unlocked pass then a locked one would have held
+    the lock for the 300 commits."""
+    last, locked = _checkpoint_with_writers(tmp_path, monkeypatch, [300, 20, 5])
+    assert locked == [False, False, False, True]
+    assert 5 <= last < 20  # at least a page a commit; fewer than the 20 commits' frames
+
+
+def test_a_checkpoint_takes_the_lock_after_its_last_pass_beside_writers_that_never_pause(tmp_path, monkeypatch):
+    last, locked = _checkpoint_with_writers(tmp_path, monkeypatch, [300] * 10)
+    assert locked == [False] * store.CHECKPOINT_PASSES + [True]
+    assert last >= store.CHECKPOINT_LOCKED_FRAMES  # the 300 commits of the last pass beside them
+
+
 def test_migration_0014_recomputes_pwin_without_half_wins_for_draws(tmp_path):
     """A summary stored by the old rule (2 won, 1 drawn, 1 lost: PWIN 62.5) reads 50 after 0014."""
     db = store.connect(tmp_path / "r.db", migrate=False)
