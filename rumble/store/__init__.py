@@ -47,6 +47,7 @@ def format_time(moment: datetime) -> str:
 class Store(sqlite_utils.Database):
     """A sqlite-utils Database plus the write lock of its file."""
 
+    file_path: str | None = None  # the database file (None in memory)
     lock_path: str | None = None
     _lock_file: IO | None = None
     _cache: dict
@@ -95,6 +96,7 @@ def connect(
     db.shared = {} if memory else _shared_cache(path)  # each in-memory database is a database of its own
     db.epoch = conn.execute("PRAGMA user_version").fetchone()[0]
     if not memory:
+        db.file_path = path
         db.lock_path = path + ".lock"
         # WAL is the file's own lasting mode: only the first opening sets it, under the write lock,
         # and a later one (a worker thread's first request) never waits for a writer to read it.
@@ -238,17 +240,21 @@ def checkpoint(db: Store) -> int:
     """Copy the WAL back into the database file, as ``checkpoint_if_due`` says, now. Returns the
     frames written since the pass before for the last pass, the one under the write lock.
 
-    Each pass copies the frames written before it started and then syncs the WAL and the database
-    file: its time grows with what it copies, about 10 µs a page for the sync alone. So passes
-    beside the writers go on, each copying what was written during the one before, until one
-    finds fewer than ``CHECKPOINT_LOCKED_FRAMES`` new frames; only then is the lock taken, for the
-    few written meanwhile. (One unlocked pass then a locked one held every writer for ~50 ms, the
-    frames of a 75 ms pass, under scripts/bench_upload.py's load.)
+    A pass copies the frames written before it started; the one that reaches the end of the WAL
+    (no writer appended meanwhile: the one under the lock, if no other) then syncs the database
+    file, and a sync takes about 10 µs for each page written since the last. So each pass beside
+    the writers is followed by a sync of the file, beside them too, and they go on, each copying
+    what was written during the one before, until one finds fewer than ``CHECKPOINT_LOCKED_FRAMES``
+    new frames; only then is the lock taken, for the few frames written meanwhile and their sync.
+    (One unlocked pass then a locked one held every upload for ~50 ms each second under
+    scripts/bench_upload.py's living load: the locked pass synced all that the first had copied.)
     """
     try:
         reached = _checkpoint_pass(db)
+        _sync(db)
         for _ in range(CHECKPOINT_PASSES - 1):
             before, reached = reached, _checkpoint_pass(db)
+            _sync(db)
             if reached - before < CHECKPOINT_LOCKED_FRAMES:  # (or the WAL started again: fewer frames)
                 break
         with file_lock(db):
@@ -256,6 +262,18 @@ def checkpoint(db: Store) -> int:
         return last - reached if last >= reached else last  # (a WAL started again holds only new frames)
     except sqlite3.OperationalError:
         return 0  # another connection is checkpointing right now; the next one will catch up
+
+
+def _sync(db: Store) -> None:
+    """Write the database file's pages to the disk, as SQLite's own sync of it would (none with
+    ``synchronous = OFF``)."""
+    if db.file_path is None or not db.conn.execute("PRAGMA synchronous").fetchone()[0]:
+        return
+    handle = os.open(db.file_path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def _checkpoint_pass(db: Store) -> int:

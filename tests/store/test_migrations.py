@@ -88,9 +88,10 @@ def test_server_connections_checkpoint_outside_commits(tmp_path):
     db.close()
 
 
-def _checkpoint_with_writers(tmp_path, monkeypatch, appended: list[int]) -> tuple[int, list[bool]]:
+def _checkpoint_with_writers(tmp_path, monkeypatch, appended: list[int]) -> tuple[int, list]:
     """``store.checkpoint`` while another connection commits ``appended[k]`` rows during the k-th
-    pass that runs beside it; (what checkpoint returns, whether each pass held the write lock)."""
+    pass that runs beside it; (what checkpoint returns, its steps in order: for each pass whether it
+    held the write lock, and "sync" for each sync of the database file)."""
     path = tmp_path / "k.db"
     db = store.connect(path, autocheckpoint=False)
     other = store.connect(path, migrate=False, autocheckpoint=False)
@@ -107,7 +108,7 @@ def _checkpoint_with_writers(tmp_path, monkeypatch, appended: list[int]) -> tupl
                 )
 
     commit(400)
-    locked: list[bool] = []
+    locked: list = []
     real = store._checkpoint_pass
 
     # The commits of a pass "beside the writers" are made after it, as if made while it ran: a
@@ -115,8 +116,21 @@ def _checkpoint_with_writers(tmp_path, monkeypatch, appended: list[int]) -> tupl
     # frames appended during a pass do.
     reader = sqlite3.connect(path, isolation_level=None)
 
-    def pass_beside_writers(conn):
+    def lock_held() -> bool:
         probe = store.try_lock(db.lock_path)  # None while the checkpoint holds the write lock
+        if probe is not None:
+            probe.close()
+        return probe is None
+
+    real_sync = store._sync
+
+    def sync(conn):
+        assert not lock_held()  # a sync of the file outside the lock: the locked pass's own is short
+        locked.append("sync")
+        real_sync(conn)
+
+    def pass_beside_writers(conn):
+        probe = store.try_lock(db.lock_path)
         locked.append(probe is None)
         if reader.in_transaction:
             reader.execute("COMMIT")
@@ -130,6 +144,7 @@ def _checkpoint_with_writers(tmp_path, monkeypatch, appended: list[int]) -> tupl
         return frames
 
     monkeypatch.setattr(store, "_checkpoint_pass", pass_beside_writers)
+    monkeypatch.setattr(store, "_sync", sync)
     last = store.checkpoint(db)
     monkeypatch.undo()
     busy, log, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
@@ -143,18 +158,18 @@ def _checkpoint_with_writers(tmp_path, monkeypatch, appended: list[int]) -> tupl
 
 
 def test_a_checkpoint_holds_the_write_lock_only_for_what_its_last_short_pass_let_through(tmp_path, monkeypatch):
-    """Passes beside the writers go on while each finds many new frames (300 commits' worth),
-    stop at one that finds few (20 commits), and the pass under the lock copies only the frames of
-    the 5 commits made during that last one; one unlocked pass then a locked one would have held
-    the lock for the 300 commits."""
+    """Passes beside the writers, each followed by a sync of the file, go on while each finds many
+    new frames (300 commits' worth), stop at one that finds few (20 commits), and the pass under
+    the lock copies only the frames of the 5 commits made during that last one; one unlocked pass
+    then a locked one would have held the lock for the 300 commits and the sync of all."""
     last, locked = _checkpoint_with_writers(tmp_path, monkeypatch, [300, 20, 5])
-    assert locked == [False, False, False, True]
+    assert locked == [False, "sync", False, "sync", False, "sync", True]
     assert 5 <= last < 20  # at least a page a commit; fewer than the 20 commits' frames
 
 
 def test_a_checkpoint_takes_the_lock_after_its_last_pass_beside_writers_that_never_pause(tmp_path, monkeypatch):
     last, locked = _checkpoint_with_writers(tmp_path, monkeypatch, [300] * 10)
-    assert locked == [False] * store.CHECKPOINT_PASSES + [True]
+    assert locked == [False, "sync"] * store.CHECKPOINT_PASSES + [True]
     assert last >= store.CHECKPOINT_LOCKED_FRAMES  # the 300 commits of the last pass beside them
 
 
