@@ -18,7 +18,7 @@
      empty, so it grows throughout).
 3. Drives the servers over loopback with concurrent client processes that send the real client's
    upload bodies (``format_upload``), one connection per request, as the real client does.
-4. Prints per run uploads/s, p50/p99 latency, errors and the server's CPU per upload, and per
+4. Prints per run uploads/s, p50/p99/p99.9 and slowest latency, errors and the server's CPU per upload, and per
    scenario rumble/bare (the goal: at least RATIO_GOAL with p99 under TARGET_P99_MS); for the
    real server also the rate of a bare sqlite3 loop inserting the same rows, and checks that the
    log grew by exactly the accepted uploads.
@@ -620,7 +620,8 @@ def load_report(results: list[ClientResult], args: argparse.Namespace) -> tuple[
     per_window = np.histogram(
         starts[accepted & measured], bins=windows, range=(args.warmup, args.warmup + args.seconds)
     )[0]
-    p50, p99 = np.percentile(latencies[measured], [50, 99]) if measured.any() else (np.nan, np.nan)
+    p50, p99, p999 = np.percentile(latencies[measured], [50, 99, 99.9]) if measured.any() else (np.nan,) * 3
+    slowest = latencies[measured].max() if measured.any() else np.nan
     errors = [error for r in results for error in r.errors]
     print(
         f"load          {args.clients} client processes, {measured.sum():,} uploads in {args.seconds:g} s "
@@ -633,6 +634,7 @@ def load_report(results: list[ClientResult], args: argparse.Namespace) -> tuple[
     )
     print(f"latency p50   {p50:9.2f} ms")
     print(f"latency p99   {p99:9.2f} ms   target < {TARGET_P99_MS:.0f} ms     {verdict(p99 < TARGET_P99_MS)}")
+    print(f"  p99.9 {p999:.2f} ms, slowest {slowest:.2f} ms (the server's pauses: a WAL checkpoint's, a lock's)")
     print(f"errors        {len(errors):9d}")
     for error, count in collections.Counter(errors).most_common(10):
         print(f"    {count:7d} x {error}")
