@@ -269,11 +269,24 @@ def _sync(db: Store) -> None:
     ``synchronous = OFF``)."""
     if db.file_path is None or not db.conn.execute("PRAGMA synchronous").fetchone()[0]:
         return
-    handle = os.open(db.file_path, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
+    os.fsync(_sync_handle(db.file_path))
+
+
+_sync_handles: dict[str, tuple[int, int]] = {}  # database file -> (its inode, a descriptor of it)
+
+
+def _sync_handle(path: str) -> int:
+    """A descriptor of the database file that stays open as long as this process runs. Closing ANY
+    descriptor of a file drops every POSIX lock the process holds on it, SQLite's included
+    (https://sqlite.org/howtocorrupt.html, section 2.2): the shared lock that tells another
+    process's last connection not to checkpoint and delete the WAL this one still uses. A file
+    replaced since (a restore) gets a descriptor of its own; the old one stays open too."""
+    inode = os.stat(path).st_ino
+    with _shared_lock:
+        known = _sync_handles.get(path)
+        if known is None or known[0] != inode:
+            known = _sync_handles[path] = (inode, os.open(path, os.O_RDONLY))
+        return known[1]
 
 
 def _checkpoint_pass(db: Store) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
@@ -171,6 +173,25 @@ def test_a_checkpoint_takes_the_lock_after_its_last_pass_beside_writers_that_nev
     last, locked = _checkpoint_with_writers(tmp_path, monkeypatch, [300] * 10)
     assert locked == [False, "sync"] * store.CHECKPOINT_PASSES + [True]
     assert last >= store.CHECKPOINT_LOCKED_FRAMES  # the 300 commits of the last pass beside them
+
+
+def test_a_checkpoint_keeps_this_processs_locks_so_another_process_leaves_the_wal_in_use(tmp_path):
+    """The checkpoint's own sync of the database file must not drop SQLite's POSIX locks (closing any
+    descriptor of the file would): with them gone, another process closing its last connection
+    takes this one's for gone too, checkpoints and deletes the WAL this connection still uses."""
+    path = tmp_path / "w.db"
+    db = store.connect(path, autocheckpoint=False)
+    other = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT count(*) FROM bots'); c.close()"
+    for n in range(3):
+        with store.write(db):
+            db.execute(
+                "INSERT INTO bots (full_name, package, class_name, version, created_at) VALUES (?, 'p', 'B', ?, 'now')",
+                (f"p.B {n}", str(n)),
+            )
+        store.checkpoint(db)
+        subprocess.run([sys.executable, "-c", other, str(path)], check=True)
+        assert os.path.exists(f"{path}-wal")  # still this connection's WAL, not deleted under it
+    db.close()
 
 
 def test_migration_0014_recomputes_pwin_without_half_wins_for_draws(tmp_path):
