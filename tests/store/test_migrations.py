@@ -110,7 +110,7 @@ def _checkpoint_with_writers(tmp_path, monkeypatch, appended: list[int]) -> tupl
                 )
 
     commit(400)
-    locked: list = []
+    steps: list = []
     real = store._checkpoint_pass
 
     # The commits of a pass "beside the writers" are made after it, as if made while it ran: a
@@ -128,12 +128,12 @@ def _checkpoint_with_writers(tmp_path, monkeypatch, appended: list[int]) -> tupl
 
     def sync(conn):
         assert not lock_held()  # a sync of the file outside the lock: the locked pass's own is short
-        locked.append("sync")
+        steps.append("sync")
         real_sync(conn)
 
     def pass_beside_writers(conn):
         probe = store.try_lock(db.lock_path)
-        locked.append(probe is None)
+        steps.append(probe is None)
         if reader.in_transaction:
             reader.execute("COMMIT")
         if probe is None:
@@ -156,7 +156,7 @@ def _checkpoint_with_writers(tmp_path, monkeypatch, appended: list[int]) -> tupl
     reader.close()
     other.close()
     db.close()
-    return last, locked
+    return last, steps
 
 
 def test_a_checkpoint_holds_the_write_lock_only_for_what_its_last_short_pass_let_through(tmp_path, monkeypatch):
@@ -164,14 +164,15 @@ def test_a_checkpoint_holds_the_write_lock_only_for_what_its_last_short_pass_let
     new frames (300 commits' worth), stop at one that finds few (20 commits), and the pass under
     the lock copies only the frames of the 5 commits made during that last one; one unlocked pass
     then a locked one would have held the lock for the 300 commits and the sync of all."""
-    last, locked = _checkpoint_with_writers(tmp_path, monkeypatch, [300, 20, 5])
-    assert locked == [False, "sync", False, "sync", False, "sync", True]
+    last, steps = _checkpoint_with_writers(tmp_path, monkeypatch, [300, 20, 5])
+    assert steps == [False, "sync", False, "sync", False, "sync", True]
     assert 5 <= last < 20  # at least a page a commit; fewer than the 20 commits' frames
 
 
 def test_a_checkpoint_takes_the_lock_after_its_last_pass_beside_writers_that_never_pause(tmp_path, monkeypatch):
-    last, locked = _checkpoint_with_writers(tmp_path, monkeypatch, [300] * 10)
-    assert locked == [False, "sync"] * store.CHECKPOINT_PASSES + [True]
+    """Writers that never pause: CHECKPOINT_PASSES passes beside them, then the lock all the same (the WAL must end)."""
+    last, steps = _checkpoint_with_writers(tmp_path, monkeypatch, [300] * 10)
+    assert steps == [False, "sync"] * store.CHECKPOINT_PASSES + [True]
     assert last >= store.CHECKPOINT_LOCKED_FRAMES  # the 300 commits of the last pass beside them
 
 
