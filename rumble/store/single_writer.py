@@ -239,17 +239,24 @@ def _read(peer: _Peer, poller: select.epoll, peers: dict[int, _Peer]) -> list[tu
     if not buffer and len(data) > HEADER.size and HEADER.unpack_from(data)[0] == len(data) - HEADER.size:
         return [(conn, data[HEADER.size :])]  # the usual case: exactly one whole request
     buffer += data
-    found = []
-    while len(buffer) >= HEADER.size:
-        (size,) = HEADER.unpack_from(buffer)
-        if size > MAX_MESSAGE_BYTES or len(buffer) < HEADER.size + size:
-            break
-        found.append((conn, bytes(buffer[HEADER.size : HEADER.size + size])))
-        del buffer[: HEADER.size + size]
+    found = [(conn, message) for message in _whole_messages(buffer, MAX_MESSAGE_BYTES)]
     if not data or (len(buffer) >= HEADER.size and HEADER.unpack_from(buffer)[0] > MAX_MESSAGE_BYTES):
         poller.unregister(conn.fileno())
         del peers[conn.fileno()]
         conn.close()
+    return found
+
+
+def _whole_messages(buffer: bytearray, limit: int | None = None) -> list[bytes]:
+    """Take every whole message (its length, then that many bytes) off the start of ``buffer``; one
+    longer than ``limit`` stays there, for the caller to refuse."""
+    found = []
+    while len(buffer) >= HEADER.size:
+        (size,) = HEADER.unpack_from(buffer)
+        if (limit is not None and size > limit) or len(buffer) < HEADER.size + size:
+            break
+        found.append(bytes(buffer[HEADER.size : HEADER.size + size]))
+        del buffer[: HEADER.size + size]
     return found
 
 
@@ -536,14 +543,7 @@ class Channel:
             self._fail(EOFError("the writer process closed the connection"))
             return
         self.received += data
-        answers = []
-        while len(self.received) >= HEADER.size:
-            size = HEADER.unpack_from(self.received)[0]
-            if len(self.received) < HEADER.size + size:
-                break
-            answers.append(bytes(self.received[HEADER.size : HEADER.size + size]))
-            del self.received[: HEADER.size + size]
-        for answer in answers:
+        for answer in _whole_messages(self.received):
             if not self.waiting:
                 self._fail(RuntimeError("the writer process answered a request it was not sent"))
                 return
