@@ -147,15 +147,17 @@ def _checkpoint_with_writers(tmp_path, monkeypatch, appended: list[int]) -> tupl
 
     monkeypatch.setattr(store, "_checkpoint_pass", pass_beside_writers)
     monkeypatch.setattr(store, "_sync", sync)
-    last = store.checkpoint(db)
-    monkeypatch.undo()
-    busy, log, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-    assert (busy, copied) == (0, log)  # nothing left to copy: the next write starts the WAL again
-    commit(1)
-    assert db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1] < 10
-    reader.close()
-    other.close()
-    db.close()
+    try:
+        last = store.checkpoint(db)
+        monkeypatch.undo()
+        busy, log, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        assert (busy, copied) == (0, log)  # nothing left to copy: the next write starts the WAL again
+        commit(1)
+        assert db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1] < 10
+    finally:
+        reader.close()
+        other.close()
+        db.close()
     return last, steps
 
 
@@ -183,16 +185,19 @@ def test_a_checkpoint_keeps_this_processs_locks_so_another_process_leaves_the_wa
     path = tmp_path / "w.db"
     db = store.connect(path, autocheckpoint=False)
     other = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT count(*) FROM bots'); c.close()"
-    for n in range(3):
-        with store.write(db):
-            db.execute(
-                "INSERT INTO bots (full_name, package, class_name, version, created_at) VALUES (?, 'p', 'B', ?, 'now')",
-                (f"p.B {n}", str(n)),
-            )
-        store.checkpoint(db)
-        subprocess.run([sys.executable, "-c", other, str(path)], check=True)
-        assert os.path.exists(f"{path}-wal")  # still this connection's WAL, not deleted under it
-    db.close()
+    try:
+        for n in range(3):
+            with store.write(db):
+                db.execute(
+                    "INSERT INTO bots (full_name, package, class_name, version, created_at) "
+                    "VALUES (?, 'p', 'B', ?, 'now')",
+                    (f"p.B {n}", str(n)),
+                )
+            store.checkpoint(db)
+            subprocess.run([sys.executable, "-c", other, str(path)], check=True)
+            assert os.path.exists(f"{path}-wal")  # still this connection's WAL, not deleted under it
+    finally:
+        db.close()
 
 
 def test_migration_0014_recomputes_pwin_without_half_wins_for_draws(tmp_path):
