@@ -115,9 +115,10 @@ def writer_profile(db_path: Path, sent: list[bytes], rumbles: dict, group: int) 
     db = single_writer.open_database(db_path, config["SYNCHRONOUS"])
     fields.preload_all(db)
     works = []
+    clock = Clock()
     for body in sent:
         battle = parse_upload(body)
-        works.append(upload_work(battle, None, rumbles[battle.game], config, Clock(), "127.0.0.1"))
+        works.append(upload_work(body, rumbles[battle.game], config, clock.now_ms(), clock, "127.0.0.1"))
     profile = cProfile.Profile()
     began = time.perf_counter()
     profile.enable()

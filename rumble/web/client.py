@@ -31,7 +31,7 @@ from rumble.protocol import ProtocolError, replies
 from rumble.protocol.games import RumbleSettings
 from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.replies import Kind, UploadOutcome
-from rumble.protocol.upload import Policy, check_upload, parse_upload, split_fields
+from rumble.protocol.upload import Policy, check_upload, decode_body, parse_upload, split_fields
 from rumble.store import Store, battle_log, battle_states, bots, melee_battles, removals, tables
 from rumble.store.group_commit import run_in_group
 from rumble.store.rumbles import known_rumble_id, rumble_id
@@ -154,6 +154,75 @@ def _receive(environ: dict, db: Store, moment: datetime, settings: dict, extensi
         return _refused(f"upload is larger than {limit} bytes")
     if length is not None and len(body) < length:  # the sender stopped early
         return _refused(f"upload body ends after {len(body)} of its {length} bytes")
+    try:  # the rumble it is for; a body that is not ``k=v&..`` at all is refused here at once
+        game = split_fields(decode_body(body)).get("game", "")
+    except ProtocolError as error:
+        return _refused(str(error))
+    rumble = extensions["rumble.rumbles"].get(game)
+    received = int(moment.timestamp() * 1000)
+    remote_addr = environ.get("REMOTE_ADDR")
+    writer = extensions.get("rumble.writer")
+    if writer is not None:
+        # Parsed, checked and applied in a transaction shared with the other uploads waiting, by the
+        # server's writer process (rumble.store.single_writer), which answers once it is committed.
+        # Why there and not here: see ``upload_work``.
+        work = upload_work(body, rumble, settings, received, settings["CLOCK"], remote_addr)
+        return writer.run(db, work, partial(_prepare, game))
+    # Without it, this worker checks the upload before it takes the write lock, then applies it in
+    # a transaction shared with the other uploads waiting for the lock (rumble.store.group_commit).
+    kept = {name: settings[name] for name in UPLOAD_SETTINGS}
+    checked = _check(body, rumble, kept, received, db)
+    if isinstance(checked, UploadOutcome):
+        return checked
+    _prepare(game, db)
+    return run_in_group(db, partial(_store, *checked, kept, settings["CLOCK"], remote_addr))
+
+
+UPLOAD_SETTINGS = (
+    "ACCEPTED_CLIENTS",
+    "MAX_BATTLE_AGE_HOURS",
+    "MAX_CLOCK_SKEW_MINUTES",
+    "NEW_BOTS_PER_HOUR",
+    "MAX_PARTICIPANTS",
+    "PRIORITY_BATCH",
+    "PRIORITY_MIN_BATTLES",
+    "PRIORITY_HOLD_MINUTES",
+)  # what ``_check`` and ``_store`` read of the settings: sent with each upload to the writer process
+
+
+def upload_work(
+    body: bytes,
+    rumble: RumbleSettings | None,
+    settings: dict,
+    received: int,
+    moment: Clock,
+    remote_addr: str | None,
+) -> partial[UploadOutcome]:
+    """What the write transaction of one upload does, as a picklable call of the connection (for
+    the writer process, rumble.store.single_writer): check it, store it and decide its answer.
+
+    ``body`` is the upload as it came, ``rumble`` the settings of the rumble it names (None for
+    an unknown one), ``received`` when it came (ms since the epoch). The writer parses and checks
+    it, not the worker: a worker's main thread is the stage uploads queue for (README, "One writer
+    process for uploads", has the figures), and the body as it came costs half as much to send as
+    the parsed battle did (a pickle of bytes, not of dataclasses)."""
+    kept = {name: settings[name] for name in UPLOAD_SETTINGS}
+    return partial(_check_and_store, body, rumble, kept, received, moment, remote_addr)
+
+
+def _prepare(game: str, db: Store) -> None:
+    """Before the write lock: a process's first upload to a rumble reads its ratings copy (rumble.fields)."""
+    found = rumble_id(db, game)
+    if found is not None:  # (an unknown rumble's upload is refused in the transaction)
+        fields.preload(db, found)
+
+
+def _check(
+    body: bytes, rumble: RumbleSettings | None, settings: dict, received: int, db: Store
+) -> tuple[Battle, str | None, RumbleSettings] | UploadOutcome:
+    """Parse and check one upload as received at ``received`` (ms since the epoch): the battle, why
+    its figures are implausible (None if they are not) and its rumble's settings, as maintainers
+    changed them from /admin; or the refusal."""
     stored = overrides.load(db)  # the whitelist and rumble settings maintainers set from /admin
     try:
         battle = parse_upload(body)
@@ -162,51 +231,31 @@ def _receive(environ: dict, db: Store, moment: datetime, settings: dict, extensi
             max_age_ms=int(settings["MAX_BATTLE_AGE_HOURS"] * 3_600_000),
             max_skew_ms=int(settings["MAX_CLOCK_SKEW_MINUTES"] * 60_000),
         )
-        rumble = stored.rumble(extensions["rumble.rumbles"].get(battle.game))
-        check_upload(battle, rumble, policy, int(moment.timestamp() * 1000))
+        rumble = stored.rumble(rumble)
+        check_upload(battle, rumble, policy, received)
     except ProtocolError as error:
         return _refused(str(error))
+    assert rumble is not None  # check_upload refuses an unknown rumble
     suspicion = plausibility.suspicion(battle)  # logged but held for review: rumble/plausibility.py
     if suspicion is not None:
         battle = replace(battle, state="flagged")
-    # Applied in a transaction shared with the other uploads waiting for the write lock, by the
-    # server's writer process (rumble.store.single_writer) or else by this worker
-    # (rumble.store.group_commit); answered only once it is committed.
-    work = upload_work(battle, suspicion, rumble, settings, settings["CLOCK"], environ.get("REMOTE_ADDR"))
-    prepare = partial(_prepare, battle.game)
-    writer = extensions.get("rumble.writer")
-    if writer is not None:
-        return writer.run(db, work, prepare)
-    prepare(db)
-    return run_in_group(db, work)
+    return battle, suspicion, rumble
 
 
-STORE_SETTINGS = (
-    "NEW_BOTS_PER_HOUR",
-    "MAX_PARTICIPANTS",
-    "PRIORITY_BATCH",
-    "PRIORITY_MIN_BATTLES",
-    "PRIORITY_HOLD_MINUTES",
-)  # what ``_store`` reads of the settings: sent with each upload to the writer process
-
-
-def upload_work(
-    battle: Battle,
-    suspicion: str | None,
-    rumble: RumbleSettings,
+def _check_and_store(
+    body: bytes,
+    rumble: RumbleSettings | None,
     settings: dict,
+    received: int,
     moment: Clock,
     remote_addr: str | None,
-) -> partial[UploadOutcome]:
-    """What the write transaction of one checked upload does, as a picklable call of the connection
-    (for the writer process, rumble.store.single_writer): store it and decide its answer."""
-    kept = {name: settings[name] for name in STORE_SETTINGS}
-    return partial(_store, battle, suspicion, rumble, kept, moment, remote_addr)
-
-
-def _prepare(game: str, db: Store) -> None:
-    """Before the write lock: a process's first upload to a rumble reads its ratings copy (rumble.fields)."""
-    fields.preload(db, known_rumble_id(db, game))
+    db: Store,
+) -> UploadOutcome:
+    """``_check``, then ``_store`` what passed, in the writer's transaction (a refusal writes nothing)."""
+    checked = _check(body, rumble, settings, received, db)
+    if isinstance(checked, UploadOutcome):
+        return checked
+    return _store(*checked, settings, moment, remote_addr, db)
 
 
 def _store(

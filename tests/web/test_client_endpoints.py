@@ -12,6 +12,8 @@ from werkzeug.wrappers import Response as PlainResponse
 from rumble.protocol import replies
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.upload import format_upload
+from rumble.store import single_writer
+from rumble.web import client as client_module
 
 
 def _db(app) -> sqlite3.Connection:
@@ -116,6 +118,57 @@ def test_bad_upload_gets_an_ok_error_line_and_changes_nothing(app, client, uploa
     assert outcome.kind is Kind.REFUSED and reason in outcome.reason, outcome
     assert answer == replies.refused(outcome.reason) and answer.startswith("OK. ERROR: ") and answer.count("\n") == 1
     assert _state(app) == before
+
+
+class _Recorded:
+    """The app's way to the writer process, recording the bodies it sends there."""
+
+    def __init__(self, writer: single_writer.Writer) -> None:
+        self.writer = writer
+        self.bodies: list[bytes] = []
+
+    def run(self, db, apply, prepare):
+        self.bodies.append(apply.args[0])
+        return self.writer.run(db, apply, prepare)
+
+
+@pytest.fixture
+def through_writer(app, monkeypatch):
+    """The app with a writer process, as under `rumble serve`; this process can no longer parse an
+    upload (the writer, forked before, still can), so what it accepts or refuses the writer decided."""
+    started = single_writer.start(app.config["RUMBLE"]["DB"], "NORMAL")
+    recorded = app.extensions["rumble.writer"] = _Recorded(single_writer.Writer(started.path))
+    monkeypatch.setattr(client_module, "parse_upload", _not_here)
+    yield recorded
+    recorded.writer.close()
+    single_writer.stop(started)
+
+
+def _not_here(body: bytes):
+    raise AssertionError("a worker parsed an upload that the writer process should have")
+
+
+def test_the_writer_process_parses_and_checks_uploads_and_refuses_as_a_worker_would(app, client, clock, through_writer):
+    """With a writer process the worker sends each upload as it came; the writer stores a good one
+    and refuses every bad one with the same answer as a worker alone (the cases above), changing
+    nothing. A body that is not ``key=value&...`` at all is refused by the worker, unsent."""
+    good = format_upload(battle(first="sample.Walls 0.9b"))
+    outcome, answer = post_upload(client, good)
+    assert outcome.kind is Kind.ACCEPTED and answer.endswith(
+        "OK. sample.Walls 0.9b vs sample.RamFire 1.0 received for roborumble\n"
+    )
+    assert through_writer.bodies == [good]
+    with _db(app) as conn:
+        assert conn.execute("SELECT count(*) FROM battles").fetchone() == (1,)
+    before = _state(app)
+    for body, reason in REFUSALS:
+        sent = body(clock)
+        outcome, answer = post_upload(client, sent)
+        assert outcome.kind is Kind.REFUSED and reason in outcome.reason, (reason, outcome)
+        assert answer == replies.refused(outcome.reason)
+        assert through_writer.bodies[-1] == sent or reason == "malformed field"
+    assert _state(app) == before
+    assert len(through_writer.bodies) == 1 + len(REFUSALS) - 1  # all but the malformed body went to the writer
 
 
 def test_the_age_limit_follows_the_app_clock(app, client, clock):
