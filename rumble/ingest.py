@@ -69,8 +69,13 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
         rounds,
         when,
     )
-    pairings.put_pairing(db, rumble_id, a, b, new_a, priority.pairing_priority(new_a, min_battles) if a < b else None)
-    pairings.put_pairing(db, rumble_id, b, a, new_b, priority.pairing_priority(new_b, min_battles) if b < a else None)
+    # The pairing (lower id first) is in the priority index unless queued or handed out recently:
+    # played meanwhile, it stays out until ``forget_handed_out`` puts it back, as a rebuild has it.
+    low, high, new_low = (a, b, new_a) if a < b else (b, a, new_b)
+    indexed = not priority_queue.is_held(db, rumble_id, low, high)
+    ranked = priority.pairing_priority(new_low, min_battles) if indexed else None
+    pairings.put_pairing(db, rumble_id, a, b, new_a, ranked if a < b else None)
+    pairings.put_pairing(db, rumble_id, b, a, new_b, ranked if b < a else None)
     if old_a is None:  # their first battle: no longer a missing pairing
         missing_pairings.drop_pairs(db, rumble_id, [(min(a, b), max(a, b))])
     found = pairings.totals_of(db, rumble_id, (a, b))

@@ -47,6 +47,15 @@ def forget_handed_out(db: Store, rumble_id: int, before: str) -> list[tuple[int,
     return [(a, b) for a, b in rows]
 
 
+def is_held(db: Store, rumble_id: int, a: int, b: int) -> bool:
+    """Whether pair (a, b), a < b, is waiting in the queue or was handed out recently."""
+    found = db.execute(
+        "SELECT 1 FROM priority_battles WHERE rumble_id = ? AND bot_id = ? AND opponent_id = ? LIMIT 1",
+        (rumble_id, a, b),
+    ).fetchone()
+    return found is not None
+
+
 def held_pairs(db: Store, rumble_id: int) -> set[tuple[int, int]]:
     """Pairs (a, b) waiting in the queue or handed out recently."""
     return {

@@ -87,6 +87,32 @@ def test_the_table_kept_up_to_date_equals_a_refill_and_a_rebuild(db, clock):
     assert _missing(db) == kept
 
 
+def test_a_held_pairing_played_during_its_hold_stays_out_of_the_priority_index_as_a_rebuild_has_it(db, clock):
+    """A queued pairing has no priority (``enqueue``); a battle of it while it is held must not give
+    it one back: the rebuild leaves every held pairing without one, and the two must be equal."""
+    _triangle_and_newcomer(db, clock)
+    rid = rumble_id(db, GAME)
+    with store.write(db):
+        ingest.next_priority_battle(db, GAME, 8, 3, 5.0, random.Random(1), clock.now())
+    held = db.execute("SELECT bot_id, opponent_id FROM priority_battles WHERE rumble_id = ?", (rid,)).fetchall()
+    played = db.execute("SELECT bot_id, opponent_id FROM pairings WHERE priority IS NULL AND bot_id < opponent_id")
+    a, b = sorted(set(held) & set(played.fetchall()))[0]  # a pairing with battles, queued for another
+    names = {bot: db.execute("SELECT full_name FROM bots WHERE id = ?", (bot,)).fetchone()[0] for bot in (a, b)}
+    _play(db, clock, names[b], names[a], 20)
+
+    def pairings_table() -> list[tuple]:
+        return db.execute("SELECT * FROM pairings ORDER BY rumble_id, bot_id, opponent_id").fetchall()
+
+    online = pairings_table()
+    (priority, battles) = db.execute(
+        "SELECT priority, battles FROM pairings WHERE bot_id = ? AND opponent_id = ?", (a, b)
+    ).fetchone()
+    assert (priority, battles) == (None, 2)  # played twice now, and still held
+    with store.write(db):
+        rebuild_rumble(db, GAME, 35, 3)
+    assert pairings_table() == online
+
+
 def test_a_rollback_swapped_in_by_a_maintenance_job_makes_its_pairing_missing_again(db, clock):
     _triangle_and_newcomer(db, clock)  # battle 3 is A-C, the only battle of that pairing
     (ac,) = db.execute("SELECT id FROM battles WHERE id = 3").fetchone()
