@@ -26,13 +26,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from rumble.ratings.online import Field, capacity_for, unrated
-from rumble.store import Store, rating_rows, read
+from rumble.store import Store, log_stamp, rating_rows, read
 
 
 @dataclass
 class RumbleCopy:
     field: Field
     seen: tuple[int, int, int]  # (last battle id, last event id, generation) it reflects
+    # ``store.log_stamp`` when ``seen`` was last known to be the database's version: while the
+    # stamp is the same, nothing changed the version, and ``current`` need not read it
+    checked: tuple[int, int, int] | None = None
 
 
 _loading = threading.Lock()  # one thread of a process reads a whole rumble at a time
@@ -87,12 +90,21 @@ def preload_all(db: Store) -> None:
 
 def _is_current(db: Store, rumble_id: int) -> bool:
     copy = db.shared.get(_key(rumble_id))
+    if copy is not None and copy.checked == log_stamp(db):
+        return True
     return copy is not None and copy.seen[2] == rating_rows.generation(db, rumble_id)
 
 
 def current(db: Store, rumble_id: int) -> RumbleCopy:
-    """The rumble's copy, brought up to date (call inside the write transaction)."""
+    """The rumble's copy, brought up to date (call inside the write transaction).
+
+    It asks the database for the rumble's version only when something may have changed it since
+    the copy was last brought up to date on this connection: another connection's commit, or this
+    one's write to the log (``store.log_stamp``). On the upload path that leaves a query per upload
+    unasked: the writer process is the only connection that uploads write to."""
     copy = db.shared.get(_key(rumble_id))
+    if copy is not None and copy.checked == log_stamp(db):
+        return copy
     seen = rating_rows.version(db, rumble_id)
     swapped = (
         rating_rows.swap_after(db, rumble_id, copy.seen[2]) if copy is not None and copy.seen[2] != seen[2] else None
@@ -104,7 +116,18 @@ def current(db: Store, rumble_id: int) -> RumbleCopy:
     elif copy.seen[:2] != seen[:2]:
         _catch_up(db, rumble_id, copy)
     copy.seen = seen
+    copy.checked = log_stamp(db)
     return copy
+
+
+def saw(db: Store, copy: RumbleCopy, battle: int | None = None, event: int | None = None) -> None:
+    """Note in ``copy`` (brought up to date by ``current``, then changed in place by the caller)
+    the battle or participant event this connection just logged. If that was the only write to
+    the log since ``current``, the copy stays current without asking the database again."""
+    before = copy.checked
+    copy.seen = (copy.seen[0] if battle is None else battle, copy.seen[1] if event is None else event, copy.seen[2])
+    stamp = log_stamp(db)
+    copy.checked = stamp if before == (stamp[0], stamp[1], stamp[2] - 1) else None
 
 
 def _catch_up(db: Store, rumble_id: int, copy: RumbleCopy, swapped: list[tuple[int, int]] | None = None) -> None:

@@ -93,7 +93,7 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     else:
         rate(copy.field, a, b, new_a, new_b, share, when)
         rating_rows.put_ratings(db, rumble_id, [(bot, copy.field.ratings(bot)) for bot in (a, b)])
-    copy.seen = (battle_id, *copy.seen[1:])
+    fields.saw(db, copy, battle=battle_id)
     return Applied(True, battle_id, (rows[0][1].battles, rows[1][1].battles))
 
 
@@ -169,7 +169,7 @@ def retire(db: Store, rumble_id: int, bot: int, now: str, source: str) -> bool:
     missing_pairings.drop_bot(db, rumble_id, bot)
     _shift_opponents(db, rumble_id, bot, -1)
     copy.field.set_active(bot, False)
-    copy.seen = (copy.seen[0], event, copy.seen[2])
+    fields.saw(db, copy, event=event)
     return True
 
 
@@ -185,7 +185,7 @@ def restore(db: Store, rumble_id: int, bot: int, now: str, source: str) -> bool:
     missing_pairings.add_bot(db, rumble_id, bot)
     _shift_opponents(db, rumble_id, bot, +1)
     copy.field.set_active(bot, True)
-    copy.seen = (copy.seen[0], event, copy.seen[2])
+    fields.saw(db, copy, event=event)
     return True
 
 

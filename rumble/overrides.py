@@ -57,7 +57,10 @@ class Effective:
 def load(db: Store) -> Effective:
     """The stored settings. Outside a transaction, this process's copy while the settings' stamp is
     unchanged (``admin_settings.stamp``: each upload asks, and a query per upload cost a worker
-    about a tenth of its uploads per second); inside one, always read (it may have changed them)."""
+    about a tenth of its uploads per second); inside a write transaction, the connection's copy
+    while no connection changed them (``admin_settings.overrides_in_write``); in a read one, read."""
+    if db.write_version is not None:
+        return Effective(admin_settings.overrides_in_write(db))
     if db.conn.in_transaction:
         return Effective(admin_settings.all_overrides(db))
     seen = admin_settings.stamp(db)  # before the read: a change after it is seen by the next call

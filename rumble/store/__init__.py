@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import logging
 import os
 import sqlite3
@@ -54,6 +55,11 @@ class Store(sqlite_utils.Database):
     shared: dict  # this process's cache for the file, shared by its connections (one per thread)
     commits_since_checkpoint = 0
     epoch: int | None = None  # PRAGMA user_version as last seen: bumped by each restore (store.backup)
+    # PRAGMA data_version read when this connection's write transaction began (None outside one):
+    # holding the write lock, no other connection can commit, so it holds until the transaction ends.
+    write_version: int | None = None
+    log_writes = 0  # this connection's writes to what the ratings copies follow (``note_log_write``)
+    serial = 0  # this connection's number in its process (``connect``): a copy notes which one checked it
     after_commit: dict[str, Callable[[], None]]  # run once the current write transaction is committed
 
     def close(self) -> None:
@@ -63,6 +69,7 @@ class Store(sqlite_utils.Database):
         self.conn.close()
 
 
+_serials = itertools.count(1)
 _shared_caches: dict[tuple[int, str], dict] = {}
 _shared_lock = threading.Lock()
 
@@ -91,6 +98,7 @@ def connect(
     if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
         raise ValueError(f"SYNCHRONOUS must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
     db = Store(conn)
+    db.serial = next(_serials)
     db._cache = {}
     db.after_commit = {}
     db.shared = {} if memory else _shared_cache(path)  # each in-memory database is a database of its own
@@ -158,7 +166,9 @@ def write(db: Store) -> Iterator[Store]:
         db.conn.execute("BEGIN IMMEDIATE")
         db.after_commit.clear()
         try:
-            epoch = db.conn.execute("PRAGMA user_version").fetchone()[0]
+            epoch, db.write_version = db.conn.execute(
+                "SELECT * FROM pragma_user_version, pragma_data_version"
+            ).fetchone()
             if epoch != db.epoch:  # the file was restored from a backup: cached ids may be gone
                 db._cache.clear()
                 db.shared.clear()
@@ -172,6 +182,8 @@ def write(db: Store) -> Iterator[Store]:
             db.shared.clear()  # nor the field changes it made in memory
             db.after_commit.clear()
             raise
+        finally:
+            db.write_version = None
         db.commits_since_checkpoint += 1
         _run_after_commit(db)
 
@@ -192,11 +204,33 @@ def connection_copy(db: Store, key: str) -> dict:
     committed since (SQLite's ``data_version``). Keeping it up to date with this connection's own
     writes is its owner's job: the functions that write those rows (rumble.store.waiting,
     rumble.store.pairings ``totals_of``)."""
-    version = db.conn.execute("PRAGMA data_version").fetchone()[0]
+    version = data_version(db)
     kept = db._cache.get(key)
     if kept is None or kept[0] != version:
         kept = db._cache[key] = (version, {})
     return kept[1]
+
+
+def data_version(db: Store) -> int:
+    """SQLite's ``data_version`` for this connection: it changes whenever another connection has
+    committed. Read once per write transaction (``write``), not on each call: several copies ask
+    on every upload, and no other connection can commit while this one holds the write lock."""
+    if db.write_version is not None:
+        return db.write_version
+    return db.conn.execute("PRAGMA data_version").fetchone()[0]
+
+
+def note_log_write(db: Store) -> None:
+    """Count a write by this connection to what ``rating_rows.version`` reads (the battle log, the
+    participant events, a rumble's generation). The ratings copies (rumble.fields) take a copy as
+    current without asking the database only while no connection, this one included, wrote those."""
+    db.log_writes += 1
+
+
+def log_stamp(db: Store) -> tuple[int, int, int]:
+    """What changes whenever any connection may have written what ``rating_rows.version`` reads:
+    another connection's commit (``data_version``) or this connection's own ``note_log_write``."""
+    return db.serial, data_version(db), db.log_writes
 
 
 def connection_copy_if_any(db: Store, key: str) -> dict | None:

@@ -8,7 +8,9 @@ import threading
 import time
 from typing import Any
 
-from rumble.store import Store
+from rumble.store import Store, connection_copy, drop_connection_copy
+
+_COPY_KEY = "admin_settings"  # this module's copy of the table, for write transactions (``overrides_in_write``)
 
 
 def all_overrides(db: Store) -> dict[tuple[str, str], Any]:
@@ -17,6 +19,16 @@ def all_overrides(db: Store) -> dict[tuple[str, str], Any]:
         (scope, name): json.loads(value)
         for scope, name, value in db.execute("SELECT scope, name, value FROM admin_settings")
     }
+
+
+def overrides_in_write(db: Store) -> dict[tuple[str, str], Any]:
+    """``all_overrides``, inside a write transaction: this connection's copy, read again once
+    another connection committed or this one changed a setting (``_changing``). Every upload
+    asks, in the writer's transaction."""
+    copy = connection_copy(db, _COPY_KEY)
+    if "all" not in copy:
+        copy["all"] = all_overrides(db)
+    return copy["all"]
 
 
 def stamp(db: Store) -> tuple[int, ...] | None:
@@ -50,7 +62,9 @@ def _stamp_path(db: Store) -> str:
 
 
 def _changing(db: Store) -> None:
-    """Have ``changed`` run once the caller's transaction is committed (at once without one)."""
+    """Have ``changed`` run once the caller's transaction is committed (at once without one), and
+    drop this connection's copy (``overrides_in_write``)."""
+    drop_connection_copy(db, _COPY_KEY)
     if db.conn.in_transaction:
         db.after_commit["admin_settings.changed"] = lambda: changed(db)
     else:

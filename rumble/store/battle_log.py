@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rumble.battle import Battle
-from rumble.store import Store, waiting
+from rumble.store import Store, note_log_write, waiting
 
 LOG_COLUMNS = (
     "id",
@@ -65,6 +65,7 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
     )
     if cursor.rowcount != 1:
         return None
+    note_log_write(db)  # the ratings copies' version moved (rumble.fields)
     waiting.battle_stored(db, rumble_id, first_id, second_id)  # its pair's sole uploader (rumble.store.waiting)
     return cursor.lastrowid
 

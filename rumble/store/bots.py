@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rumble.protocol.names import split_name
-from rumble.store import Store, row_id, waiting
+from rumble.store import Store, note_log_write, row_id, waiting
 
 
 def bot_id(db: Store, name: str, now: str, origin: str | None = None) -> int:
@@ -121,6 +121,7 @@ def active_count(db: Store, rumble_id: int) -> int:
 
 def record_event(db: Store, rumble_id: int, bot: int, active: bool, now: str, source: str) -> int:
     """Log a retirement (active False) or restoration, placed after the newest battle of the log; its id."""
+    note_log_write(db)  # the ratings copies' version moves (rumble.fields)
     return row_id(
         db.execute(
             "INSERT INTO participant_events (rumble_id, bot_id, active, after_battle_id, happened_at, source) "

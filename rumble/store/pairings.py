@@ -24,9 +24,10 @@ def _totals_to_row(t: Totals) -> tuple:
 
 def pairing_pair(db: Store, rumble_id: int, a: int, b: int) -> tuple[Pairing | None, Pairing | None]:
     """The pairing (a against b) and (b against a), None where there is none yet."""
-    rows = db.execute(
-        f"SELECT bot_id, {_PAIRING} FROM pairings WHERE rumble_id = ? AND bot_id IN (?, ?) AND opponent_id IN (?, ?)",
-        (rumble_id, a, b, a, b),
+    rows = db.execute(  # two probes of the key (``IN (?, ?)`` on both columns made four, two of them a bot with itself)
+        f"SELECT bot_id, {_PAIRING} FROM pairings WHERE rumble_id = ?1 AND bot_id = ?2 AND opponent_id = ?3 "
+        f"UNION ALL SELECT bot_id, {_PAIRING} FROM pairings WHERE rumble_id = ?1 AND bot_id = ?3 AND opponent_id = ?2",
+        (rumble_id, a, b),
     ).fetchall()
     found = {row[0]: Pairing(*row[1:]) for row in rows}
     return found.get(a), found.get(b)

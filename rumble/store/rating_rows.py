@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 
 from rumble.ratings.columns import ROWS
 from rumble.ratings.online import BotRatings
-from rumble.store import Store
+from rumble.store import Store, note_log_write
 
 COLUMNS = (*ROWS, "xonstat_battles")  # BotRatings' values (the declaration's rows), then its battle count
 _SELECT = ", ".join(COLUMNS)
@@ -52,6 +52,7 @@ def generation(db: Store, rumble_id: int) -> int:
 
 
 def bump_generation(db: Store, rumble_id: int) -> None:
+    note_log_write(db)  # the ratings copies' version moves (rumble.fields)
     db.execute("UPDATE rumbles SET generation = generation + 1 WHERE id = ?", (rumble_id,))
 
 

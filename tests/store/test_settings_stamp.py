@@ -37,6 +37,40 @@ def test_the_settings_read_are_kept_until_a_change_is_committed(tmp_path):
         other.close()
 
 
+def test_in_write_transactions_the_settings_are_read_again_only_after_a_change(tmp_path, monkeypatch):
+    """The writer process asks on every upload, inside its transaction: the connection keeps what
+    it read until another connection commits or it changes a setting itself."""
+    db = store.connect(tmp_path / "rumble.db")
+    other = store.connect(tmp_path / "rumble.db")
+    reads = []
+    real = admin_settings.all_overrides
+    monkeypatch.setattr(admin_settings, "all_overrides", lambda conn: reads.append(conn) or real(conn))
+    try:
+        for _ in range(3):
+            with store.write(db):
+                assert _accepted(db) == _accepted(db) == CLIENTS
+        assert reads == [db]
+        with store.write(other):
+            overrides.set_clients(other, ("1.9.4.0",), "2026-01-01 00:00:00", "test")
+        with store.write(db):  # another connection committed: read again
+            assert _accepted(db) == ("1.9.4.0",)
+            overrides.set_clients(db, ("1.9.5.0",), "2026-01-01 00:00:00", "test")
+            assert _accepted(db) == ("1.9.5.0",)  # its own change, in the same transaction
+        assert reads == [db, db, db]
+        try:
+            with store.write(db):
+                overrides.set_clients(db, ("1.9.6.0",), "2026-01-01 00:00:00", "test")
+                assert _accepted(db) == ("1.9.6.0",)
+                raise RuntimeError("the admin action failed after storing")
+        except RuntimeError:
+            pass
+        with store.write(db):  # rolled back: what the table has, not what the transaction saw
+            assert _accepted(db) == ("1.9.5.0",)
+    finally:
+        db.close()
+        other.close()
+
+
 def test_a_rolled_back_change_leaves_the_stamp_alone(tmp_path):
     db = store.connect(tmp_path / "rumble.db")
     try:
