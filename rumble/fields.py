@@ -5,7 +5,10 @@ on each upload; reading those from SQLite each time would cost more than the res
 So every server worker keeps a ``Field`` per rumble (rumble/ratings/online.py) and, at the start
 of each write transaction, brings it up to date: after battles stored by other workers it reloads
 just the pairings and ratings those battles touched; after a retirement, a rebuild or anything
-else that bumps the rumble's generation it reloads the rumble whole. The copy lives in the
+else that bumps the rumble's generation it reloads the rumble whole. Which of those happened it
+learns from the rumble's version (``rating_rows.version``), asked only when another connection
+committed or this one wrote to the log since (``store.log_stamp``): in the writer process, which
+alone writes uploads, that is never between two uploads. The copy lives in the
 cache the process's connections to the database share (``Store.shared``), which a rolled-back
 transaction clears, so it never keeps a value the database does not have.
 

@@ -3,7 +3,9 @@
 ACCEPTED_CLIENTS comes from the settings (RUMBLE_ACCEPTED_CLIENTS) and each rumble's rounds, field,
 melee and teams from the rumbles file; a value stored in the database (table admin_settings, every
 change audited) takes precedence over either. The database is what every gunicorn worker shares, so
-the upload path reads the stored values on each upload (one small table) rather than caching them.
+every upload is checked against the values as committed: ``load`` keeps what it read only while
+nothing can have changed it (the stamp file outside a transaction, the connection's copy inside a
+write transaction).
 
 A rumble's field may change at any time (it only decides which uploads fit). Its rounds, melee and
 teams may change only while its log is empty: every derived table is computed with them (survival
