@@ -211,6 +211,39 @@ def test_every_write_to_what_the_waiting_copy_reads_tells_it():
     assert silent == []
 
 
+def test_every_write_to_what_the_ratings_copies_follow_is_noted():
+    """rumble.fields takes a copy as current without asking the database while no connection
+    wrote what ``rating_rows.version`` reads: every function whose SQL adds to or deletes from the
+    battle log or the participant events, or changes a rumble's generation, calls
+    ``note_log_write`` (tests/store/test_field_copy.py checks the copies themselves)."""
+    import ast
+    import re
+    from pathlib import Path
+
+    writes = re.compile(
+        r"\b((INSERT(\s+OR\s+\w+)?|REPLACE)\s+INTO|DELETE\s+FROM)\s+(battles|participant_events)\b"
+        r"|\bUPDATE\s+rumbles\s+SET\s+generation\b",
+        re.IGNORECASE,
+    )
+    root = Path(rumble.__file__).parent
+    writers, silent = [], []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            strings = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+            if not any(writes.search(text) for text in strings):
+                continue
+            name = f"{path.relative_to(root)}:{node.name}"
+            writers.append(name)
+            called = {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+            if "note_log_write" not in called:
+                silent.append(name)
+    assert {"store/battle_log.py:append_battle", "store/bots.py:record_event"} <= set(writers)
+    assert "store/rating_rows.py:bump_generation" in writers
+    assert silent == []
+
+
 def test_only_the_functions_that_keep_the_totals_copy_write_the_bot_summaries():
     """rumble.store.pairings keeps a connection's copy of the summaries' totals: ``put_totals``
     updates it, ``clear_totals`` and ``clear_rumble`` drop it. No other function may write the table."""
