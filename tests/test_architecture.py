@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import rumble
 
@@ -172,41 +175,42 @@ def test_the_app_factory_registers_every_blueprint(tmp_path):
     assert calls == set(defined) - {"admin_uploaders"}  # nested under /admin, its endpoints admin.uploaders.*
 
 
+def _functions_whose_sql_matches(pattern: str) -> list[tuple[str, ast.FunctionDef]]:
+    """Every function of the package with a string constant matching ``pattern`` (case ignored),
+    as ("path/in/package.py:name", its definition)."""
+    writes = re.compile(pattern, re.IGNORECASE)
+    root = Path(rumble.__file__).parent
+    found = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and any(
+                isinstance(n, ast.Constant) and isinstance(n.value, str) and writes.search(n.value)
+                for n in ast.walk(node)
+            ):
+                found.append((f"{path.relative_to(root)}:{node.name}", node))
+    return found
+
+
 def test_every_write_to_what_the_waiting_copy_reads_tells_it():
     """rumble.store.waiting keeps a connection's copy of the waiting priority battles while this
     connection does not change them: every function whose SQL writes the queue, the participants
     or the battle log must drop the copies (``waiting.forget``) or, for a new battle,
     its pair's sole uploader (``waiting.battle_stored``)."""
-    import ast
-    import re
-    from pathlib import Path
-
-    writes = re.compile(
-        r"\b(INSERT(\s+OR\s+\w+)?\s+INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO)\s+(battles|participants|priority_battles)\b",
-        re.IGNORECASE,
+    writers = _functions_whose_sql_matches(
+        r"\b(INSERT(\s+OR\s+\w+)?\s+INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO)\s+(battles|participants|priority_battles)\b"
     )
-    root = Path(rumble.__file__).parent
-    writers, silent = [], []
-    for path in root.rglob("*.py"):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.FunctionDef):
-                continue
-            strings = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-            if not any(writes.search(text) for text in strings):
-                continue
-            name = f"{path.relative_to(root)}:{node.name}"
-            writers.append(name)
-            calls = {
-                n.func.attr
-                for n in ast.walk(node)
-                if isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Attribute)
-                and isinstance(n.func.value, ast.Name)
-                and n.func.value.id == "waiting"
-            }
-            if not calls & {"forget", "battle_stored"} and node.name != "_mark":  # _mark updates the copy itself
-                silent.append(name)
+    silent = []
+    for name, node in writers:
+        calls = {
+            n.func.attr
+            for n in ast.walk(node)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == "waiting"
+        }
+        if not calls & {"forget", "battle_stored"} and node.name != "_mark":  # _mark updates the copy itself
+            silent.append(name)
     assert len(writers) >= 10  # the check finds them: battle_log, battle_states, bots, priority_queue, ...
     assert silent == []
 
@@ -216,52 +220,31 @@ def test_every_write_to_what_the_ratings_copies_follow_is_noted():
     wrote what ``rating_rows.version`` reads: every function whose SQL adds to or deletes from the
     battle log or the participant events, or changes a rumble's generation, calls
     ``note_log_write`` (tests/store/test_field_copy.py checks the copies themselves)."""
-    import ast
-    import re
-    from pathlib import Path
-
-    writes = re.compile(
+    writers = _functions_whose_sql_matches(
         r"\b((INSERT(\s+OR\s+\w+)?|REPLACE)\s+INTO|DELETE\s+FROM)\s+(battles|participant_events)\b"
-        r"|\bUPDATE\s+rumbles\s+SET\s+generation\b",
-        re.IGNORECASE,
+        r"|\bUPDATE\s+rumbles\s+SET\s+generation\b"
     )
-    root = Path(rumble.__file__).parent
-    writers, silent = [], []
-    for path in root.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.FunctionDef):
-                continue
-            strings = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-            if not any(writes.search(text) for text in strings):
-                continue
-            name = f"{path.relative_to(root)}:{node.name}"
-            writers.append(name)
-            called = {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-            if "note_log_write" not in called:
-                silent.append(name)
-    assert {"store/battle_log.py:append_battle", "store/bots.py:record_event"} <= set(writers)
-    assert "store/rating_rows.py:bump_generation" in writers
+    names = {name for name, _ in writers}
+    assert {"store/battle_log.py:append_battle", "store/bots.py:record_event"} <= names
+    assert "store/rating_rows.py:bump_generation" in names
+    silent = [
+        name
+        for name, node in writers
+        if "note_log_write"
+        not in {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    ]
     assert silent == []
 
 
 def test_only_the_functions_that_keep_the_totals_copy_write_the_bot_summaries():
     """rumble.store.pairings keeps a connection's copy of the summaries' totals: ``put_totals``
     updates it, ``clear_totals`` and ``clear_rumble`` drop it. No other function may write the table."""
-    import ast
-    import re
-    from pathlib import Path
-
-    writes = re.compile(r"\b(INSERT(\s+OR\s+\w+)?\s+INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO)\s+bot_summaries\b", re.I)
-    root = Path(rumble.__file__).parent
-    writers = set()
-    for path in root.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef) and any(
-                isinstance(n, ast.Constant) and isinstance(n.value, str) and writes.search(n.value)
-                for n in ast.walk(node)
-            ):
-                names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-                writers.add((f"{path.relative_to(root)}:{node.name}", bool(names & {"_TOTALS_KEY", "_totals_copy"})))
+    writers = {
+        (name, bool({n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & {"_TOTALS_KEY", "_totals_copy"}))
+        for name, node in _functions_whose_sql_matches(
+            r"\b(INSERT(\s+OR\s+\w+)?\s+INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO)\s+bot_summaries\b"
+        )
+    }
     assert writers == {
         ("store/pairings.py:put_totals", True),
         ("store/pairings.py:clear_totals", True),
