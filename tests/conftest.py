@@ -164,8 +164,25 @@ def upload(client):
     return post
 
 
-def query_plan(db, call) -> str:
-    """SQLite's query plan (EXPLAIN QUERY PLAN, its details joined) of the one statement ``call()`` runs on ``db``."""
+def _sqlite_libraries() -> list:
+    """Python's own sqlite3 (the system's SQLite), and pysqlite3's newer bundled SQLite (a test
+    dependency): a query plan can change between SQLite releases, and a server may run on either."""
+    import sqlite3
+
+    libraries = [pytest.param(sqlite3, id=f"sqlite-{sqlite3.sqlite_version}")]
+    try:
+        from pysqlite3 import dbapi2
+    except ImportError:  # not installed (a platform without its wheel): the system's SQLite only
+        return libraries
+    return [*libraries, pytest.param(dbapi2, id=f"sqlite-{dbapi2.sqlite_version}")]
+
+
+SQLITE_LIBRARIES = _sqlite_libraries()  # for ``pytest.mark.parametrize("library", SQLITE_LIBRARIES)``
+
+
+def query_plan(db, call, library=None) -> str:
+    """SQLite's query plan (EXPLAIN QUERY PLAN, its details joined) of the one statement ``call()``
+    runs on ``db``; as ``library`` (a DB-API sqlite module) would plan it on the same file, if given."""
     statements: list[str] = []
     db.conn.set_trace_callback(statements.append)
     try:
@@ -173,7 +190,12 @@ def query_plan(db, call) -> str:
     finally:
         db.conn.set_trace_callback(None)
     (query,) = statements
-    return " ".join(row[3] for row in db.conn.execute("EXPLAIN QUERY PLAN " + query))
+    conn = db.conn if library is None else library.connect(db.file_path)
+    try:
+        return " ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + query))
+    finally:
+        if conn is not db.conn:
+            conn.close()
 
 
 def maintainer_token(app, name: str = "alice") -> str:

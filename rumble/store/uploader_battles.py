@@ -58,11 +58,15 @@ def pair_sole_uploaders(db: Store, rumble_id: int, pairs: list[tuple[int, int]])
         values = ", ".join("(?, ?)" for _ in chunk)
         # One probe of battles_by_pairing per order of a pair: with the two orders ORed under one
         # rumble_id, SQLite's planner uses only the index's first column and reads the whole rumble's log.
+        # CROSS JOIN keeps the pairs as the outer loop (SQLite's documented way to fix a join order):
+        # SQLite 3.50 and 3.51 otherwise put the log outside in the second branch, read the rumble's
+        # whole log through the index's first column and match each battle against the pairs: about
+        # 0.4 s per priority batch in the 1,200-bot ladder, under the write lock (3.40 seeks either way).
         rows = db.execute(
             f"WITH p(a, b) AS (VALUES {values}) SELECT a, b, min(uploader), max(uploader) FROM ("
-            "  SELECT p.a, p.b, x.uploader FROM p JOIN battles x ON x.rumble_id = ? AND x.first_bot_id = p.a "
+            "  SELECT p.a, p.b, x.uploader FROM p CROSS JOIN battles x ON x.rumble_id = ? AND x.first_bot_id = p.a "
             "  AND x.second_bot_id = p.b WHERE x.state = 'ok' UNION ALL "
-            "  SELECT p.a, p.b, x.uploader FROM p JOIN battles x ON x.rumble_id = ? AND x.first_bot_id = p.b "
+            "  SELECT p.a, p.b, x.uploader FROM p CROSS JOIN battles x ON x.rumble_id = ? AND x.first_bot_id = p.b "
             "  AND x.second_bot_id = p.a WHERE x.state = 'ok'"
             ") GROUP BY a, b",
             (*(value for pair in chunk for value in pair), rumble_id, rumble_id),
