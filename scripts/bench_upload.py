@@ -416,6 +416,33 @@ def cpu_seconds(pids: list[int]) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def run_queue_waits(pids: list[int]) -> dict[tuple[int, int], float] | None:
+    """Seconds each thread of the processes has spent runnable but not running (waiting for a
+    CPU), by (process, thread): Linux's /proc/<pid>/task/<tid>/schedstat. None where the kernel
+    keeps no such figures."""
+    found: dict[tuple[int, int], float] = {}
+    for pid in pids:
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except FileNotFoundError:
+            continue
+        for tid in threads:
+            try:
+                fields = Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()
+            except FileNotFoundError:  # the process or thread ended meanwhile
+                continue
+            except OSError:
+                return None
+            found[pid, int(tid)] = int(fields[1]) / 1e9  # run time, wait time, time slices (ns, ns, count)
+    return found
+
+
+def waited_between(before: dict[tuple[int, int], float], after: dict[tuple[int, int], float], pid: int) -> float:
+    """A process's threads' waits for a CPU between two ``run_queue_waits`` (a thread started
+    meanwhile counts whole; one that ended meanwhile is not seen)."""
+    return sum(wait - before.get(key, 0.0) for key, wait in after.items() if key[0] == pid)
+
+
 def stop_server(server: subprocess.Popen) -> None:
     """Terminate the server (gunicorn stops its workers), killing it if it lingers."""
     server.terminate()
@@ -641,9 +668,15 @@ def load_report(results: list[ClientResult], args: argparse.Namespace) -> tuple[
     return rate, p99, errors
 
 
-def cpu_report(server_cpu: dict[str, float], results: list[ClientResult], args: argparse.Namespace) -> float:
+def cpu_report(
+    server_cpu: dict[str, float],
+    results: list[ClientResult],
+    args: argparse.Namespace,
+    waited: dict[str, float] | None = None,
+) -> float:
     """Print the CPU the server (in all and by role) and the clients used during the load, against
-    the machine's cores; return the server's ms of CPU per upload."""
+    the machine's cores, and how long the server's processes waited for a CPU (``waited``, seconds
+    by role); return the server's ms of CPU per upload."""
     uploads = max(1, sum(len(r.starts) for r in results))
     client_cpu = sum(r.cpu_seconds for r in results)
     span = args.warmup + args.seconds
@@ -653,6 +686,12 @@ def cpu_report(server_cpu: dict[str, float], results: list[ClientResult], args: 
         f"CPU           server {total / span:.2f} cores ({1000 * total / uploads:.2f} ms/upload: {roles}), clients "
         f"{client_cpu / span:.2f} cores ({1000 * client_cpu / uploads:.2f} ms/upload), of {os.cpu_count()} cores"
     )
+    if waited is not None:  # runnable but not running: the cores were busy with something else (the clients too)
+        roles = ", ".join(f"{role} {seconds / span:.2f}" for role, seconds in sorted(waited.items()))
+        print(
+            f"CPU waits     server processes waited for a core {sum(waited.values()) / span:.2f} cores' worth "
+            f"({roles}; runnable, not running: the cores were busy)"
+        )
     return 1000 * total / uploads
 
 
@@ -788,10 +827,11 @@ def measure(
     rumble: RumbleSettings,
     args,
     processes: int,
-) -> tuple[list[ClientResult], dict[str, float]]:
+) -> tuple[list[ClientResult], dict[str, float], dict[str, float] | None]:
     """Start a server with ``start(port, workers, log)`` (``processes`` in all, its own included),
-    run the scenario's load, stop it: the clients' results and the server's CPU seconds by role
-    (``process_roles``)."""
+    run the scenario's load, stop it: the clients' results, the server's CPU seconds by role
+    (``process_roles``) and the seconds its processes waited for a CPU, by role (None if the kernel
+    does not say)."""
     port, log = free_port(), args.workdir / f"{label}-{os.getpid()}.log"
     server = start(port, args.workers, log)
     print(f"server        {label}, {args.workers} workers on 127.0.0.1:{port} (output in {log})")
@@ -799,12 +839,19 @@ def measure(
         # The server answers once one worker is up; the others' CPU counts only once they are there too.
         pids = whole_tree(server.pid, processes, log)
         before = {pid: cpu_seconds([pid]) for pid in pids}
+        waits_before = run_queue_waits(pids)
         results = run_load(ladder, rumble, port, args, args.current)
+        waits_after = run_queue_waits(pids)
         roles = process_roles(server.pid, pids, log)
         spent: dict[str, float] = {}
         for pid in pids:
             spent[roles[pid]] = spent.get(roles[pid], 0.0) + cpu_seconds([pid]) - before[pid]
-        return results, spent
+        if waits_before is None or waits_after is None:
+            return results, spent, None
+        waited: dict[str, float] = {}
+        for pid in pids:
+            waited[roles[pid]] = waited.get(roles[pid], 0.0) + waited_between(waits_before, waits_after, pid)
+        return results, spent, waited
     finally:
         stop_server(server)
 
@@ -839,9 +886,10 @@ def run_scenario(scenario: str, cached: Path, ladder: Ladder, rumbles: dict, arg
 
 def bare_run(ladder: Ladder, rumble: RumbleSettings, args) -> Run:
     """One run of the load against the bare HTTP stack."""
-    results, cpu = measure(start_bare, "bare", ladder, rumble, args, processes=args.workers + 1)  # and its master
+    # its workers and its master
+    results, cpu, waited = measure(start_bare, "bare", ladder, rumble, args, processes=args.workers + 1)
     rate, p99, errors = load_report(results, args)
-    return Run(rate, p99, cpu_report(cpu, results, args), not errors)
+    return Run(rate, p99, cpu_report(cpu, results, args, waited), not errors)
 
 
 def rumble_run(cached: Path, ladder: Ladder, rumble: RumbleSettings, args) -> Run:
@@ -850,11 +898,11 @@ def rumble_run(cached: Path, ladder: Ladder, rumble: RumbleSettings, args) -> Ru
     shutil.copyfile(cached, run_db)
     try:
         preloaded = ladder_report(run_db, ladder, GAME)
-        results, cpu = measure(  # its master, the writer process and the workers
+        results, cpu, waited = measure(  # its master, the writer process and the workers
             partial(start_server, run_db), "rumble", ladder, rumble, args, processes=args.workers + 2
         )
         rate, p99, errors = load_report(results, args)
-        cpu_ms = cpu_report(cpu, results, args)
+        cpu_ms = cpu_report(cpu, results, args, waited)
         bare_report(run_db, preloaded, rate, args.workdir)
         consistent = consistency_report(run_db, preloaded, results)
     finally:
