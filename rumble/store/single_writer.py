@@ -280,25 +280,33 @@ def _apply(db: Store, waiting: list[tuple[socket.socket, bytes]]) -> None:
         apply_group(db, [work for work in works if not work.done])
     except Exception:
         log.exception("a group of uploads failed as a whole; each is answered with the error")
+    answers: dict[socket.socket, bytearray] = {}  # one send per connection: its worker is woken once
     for (conn, _), work in zip(waiting, works, strict=True):
         if work.error is not None:  # the worker sees the error, without its traceback: it is logged here
             log.error("an upload's transaction failed in the writer process", exc_info=work.error)
-        _answer(conn, work)
+        answers.setdefault(conn, bytearray()).extend(_answer(work))
+    for conn, data in answers.items():
+        _send(conn, data)
 
 
 def _unreachable(db: Store) -> None:
     raise AssertionError("a work that could not be read is never applied")
 
 
-def _answer(conn: socket.socket, work: Work) -> None:
+def _answer(work: Work) -> bytes:
+    """The answer to one request, as sent: its length, then the pickled (ok, result or error)."""
     try:
         payload = pickle.dumps((work.error is None, work.result if work.error is None else work.error))
     except Exception as error:  # an exception that cannot be pickled: say what it was
         payload = pickle.dumps((False, RuntimeError(f"{type(work.error or error).__name__}: {work.error or error}")))
-    data = HEADER.pack(len(payload)) + payload
+    return HEADER.pack(len(payload)) + payload
+
+
+def _send(conn: socket.socket, data: bytearray) -> None:
+    """Send a worker's answers, in the order its requests came."""
     try:
-        sent = conn.send(data)  # a worker reads its answer at once: it fits the socket's buffer
-        if sent < len(data):  # it did not: wait for the rest, never longer than a worker would
+        sent = conn.send(data)  # a worker reads its answers at once: they fit the socket's buffer
+        if sent < len(data):  # they did not: wait for the rest, never longer than a worker would
             conn.settimeout(ANSWER_TIMEOUT_SECONDS)
             conn.sendall(data[sent:])
             conn.setblocking(False)

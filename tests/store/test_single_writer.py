@@ -154,6 +154,49 @@ def test_requests_split_across_receives_or_sent_together_are_each_applied_and_an
     assert _settings(path) == {"split": 1, "together0": 0, "together1": 1, "together2": 2, "alone": 9}
 
 
+class _Sent:
+    """A worker's connection as the writer sees it, keeping what each ``send`` was given."""
+
+    def __init__(self) -> None:
+        self.sends: list[bytes] = []
+
+    def send(self, data) -> int:
+        self.sends.append(bytes(data))
+        return len(data)
+
+
+def test_a_groups_answers_go_to_each_worker_in_one_send_in_the_order_of_its_requests(tmp_path):
+    """Five requests from two workers' connections, applied as one group (one of them failing):
+    each connection gets one send holding its own answers in the order it sent the requests,
+    so a worker is woken once per group, not once per upload."""
+    path = tmp_path / "rumble.db"
+    store.connect(path).close()
+    db = single_writer.open_database(path, "NORMAL")
+    first, second = _Sent(), _Sent()
+    works = [
+        (first, partial(_put, "a0", 0)),
+        (second, partial(_put, "b0", 10)),
+        (first, partial(_fail_after_writing, "a1")),
+        (first, partial(_put, "a2", 2)),
+        (second, partial(_put, "b1", 11)),
+    ]
+    try:
+        single_writer._apply(  # what the writer's loop does with the requests of one round
+            db, [(conn, single_writer.request(work, _nothing)[single_writer.HEADER.size :]) for conn, work in works]
+        )
+    finally:
+        db.close()
+    assert len(first.sends) == 1 and len(second.sends) == 1
+    first_answers = single_writer._whole_messages(bytearray(first.sends[0]))
+    second_answers = [pickle.loads(answer) for answer in single_writer._whole_messages(bytearray(second.sends[0]))]
+    assert len(first_answers) == 3
+    (ok0, pid0), (ok1, error), (ok2, pid2) = (pickle.loads(answer) for answer in first_answers)
+    assert (ok0, ok1, ok2) == (True, False, True) and pid0 == pid2 == os.getpid()
+    assert isinstance(error, ValueError) and str(error) == "no a1 for you"
+    assert second_answers == [(True, os.getpid())] * 2
+    assert _settings(path) == {"a0": 0, "a2": 2, "b0": 10, "b1": 11}  # the failing one alone rolled back
+
+
 def test_the_writers_connection_keeps_savepoints_journal_in_memory(tmp_path):
     """A group one of whose works fails is applied again, each work in a savepoint
     (rumble/store/group_commit.py): on the writer's connection, a work that changes ~100 existing
