@@ -8,16 +8,14 @@ from __future__ import annotations
 import pytest
 from conftest import SQLITE_LIBRARIES, battle, query_plan
 
-from rumble import store
 from rumble.protocol.replies import Kind
 from rumble.store import bots, uploader_battles
 from rumble.store.rumbles import rumble_id
 
 
 @pytest.mark.parametrize("library", SQLITE_LIBRARIES)
-def test_sole_uploaders_seek_both_orders_of_each_pair(app, upload, library):
+def test_sole_uploaders_seek_both_orders_of_each_pair(db, upload, library):
     assert upload(battle()).kind is Kind.ACCEPTED
-    db = store.connect(app.config["RUMBLE"]["DB"])
     rid = rumble_id(db, "roborumble")
     known = bots.participant_names(db, rid, active_only=False)
     a, b = sorted(known.values())

@@ -13,9 +13,8 @@ from rumble.store.rumbles import rumble_id
 
 
 @pytest.mark.parametrize("library", SQLITE_LIBRARIES)
-def test_the_trust_check_seeks_battles_by_address(app, upload, clock, library):
+def test_the_trust_check_seeks_battles_by_address(db, upload, clock, library):
     upload(battle())
-    db = store.connect(app.config["RUMBLE"]["DB"])
     rid = rumble_id(db, "roborumble")
     since = store.format_time(clock.now() - timedelta(days=400))
     assert battle_log.latest_uploader(db, "127.0.0.1", rid, since) == "Jane Doe"
@@ -24,9 +23,8 @@ def test_the_trust_check_seeks_battles_by_address(app, upload, clock, library):
 
 
 @pytest.mark.parametrize("library", SQLITE_LIBRARIES)
-def test_new_bots_are_counted_through_bot_origins_by_address(app, upload, clock, library):
+def test_new_bots_are_counted_through_bot_origins_by_address(db, upload, clock, library):
     upload(battle())
-    db = store.connect(app.config["RUMBLE"]["DB"])
     since = store.format_time(clock.now() - timedelta(days=400))
     assert bots.new_bots_since(db, "127.0.0.1", since) == 2
     plan = query_plan(db, lambda: bots.new_bots_since(db, "127.0.0.1", since), library)
