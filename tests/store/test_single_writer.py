@@ -487,3 +487,18 @@ def _read_exactly(sock: socket.socket, size: int, into: bytearray) -> None:
         if not chunk:
             return
         into += chunk
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setscheduler"), reason="SCHED_BATCH is Linux's")
+def test_a_worker_yields_to_the_writer_by_scheduling_class_not_by_nice():
+    """A worker runs under SCHED_BATCH (a woken worker does not preempt the running writer) and
+    keeps its nice value: a nice of 5 as well cost uploads (single_writer.yield_cpu_to_writer).
+    In a process of its own, so that this one's scheduling is left alone."""
+    probe = (
+        "import os; from rumble.store import single_writer; before = os.nice(0); "
+        "single_writer.yield_cpu_to_writer(); "
+        "print(os.nice(0) - before, os.sched_getscheduler(0) == os.SCHED_BATCH)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "True"]
