@@ -203,7 +203,10 @@ def rebuild(db: str | None, game: str | None) -> None:
                         job = maintenance.recompute(conn, name, rounds, values["PRIORITY_MIN_BATTLES"], bar.update)
                 except maintenance.Conflict as error:
                     raise click.ClickException(str(error)) from None
-            click.echo(f"{name}: replayed {job.replay.replayed} battles")
+            click.echo(
+                f"{name}: replayed {job.replay.replayed} battles in {job.aside_seconds:.2f} s beside the uploads;"
+                f" the swap held the write lock {job.locked_seconds * 1000:.1f} ms"
+            )
     finally:
         conn.close()
 

@@ -47,10 +47,25 @@ class Outcome:
     moved: dict[str, int]
     replayed: dict[str, int] = field(default_factory=dict)
     dry_run: bool = False
+    aside_seconds: dict[str, float] = field(default_factory=dict)  # each rumble's replay beside the writers
+    locked_seconds: dict[str, float] = field(default_factory=dict)  # each rumble's swap under the write lock
 
     @property
     def battles(self) -> int:
         return sum(self.moved.values())
+
+    def record(self, game: str, replayed: int, aside_seconds: float, locked_seconds: float) -> None:
+        """A rumble recomputed aside and swapped in."""
+        self.replayed[game] = replayed
+        self.aside_seconds[game] = aside_seconds
+        self.locked_seconds[game] = locked_seconds
+
+    def timings(self) -> dict[str, dict[str, float]]:
+        """How long each rumble's replay ran beside the writers and its swap held the write lock, in ms."""
+        return {
+            "aside_ms": {game: round(s * 1000, 1) for game, s in self.aside_seconds.items()},
+            "locked_ms": {game: round(s * 1000, 1) for game, s in self.locked_seconds.items()},
+        }
 
 
 def parse_time(value: str | None, name: str) -> str | None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -91,6 +92,8 @@ class Job:
     sweeps: int = 0  # the rumble's recorded melee sweeps: each bumps the generation once (rumble.melee.sweep)
     base: Base | None = None
     written: dict[str, int] = field(default_factory=dict)
+    aside_seconds: float = 0.0  # the replay and its catching up, beside the writers
+    locked_seconds: float = 0.0  # the swap: from taking the write lock to its commit
 
 
 @contextlib.contextmanager
@@ -122,6 +125,7 @@ def recompute(
     ``moved`` battles are replayed as if in state ``moved_to``; ``in_swap(db, job)`` runs in the
     swap's write transaction (it changes those battles' states and audits). Returns the job, whose
     ``replay.replayed`` counts every battle replayed."""
+    started = time.perf_counter()
     with read(db):
         rid = find_rumble_id(db, game)
         is_melee = rid is not None and melee_battles.is_melee(db, rid)
@@ -147,12 +151,15 @@ def recompute(
                     replay.mark()
             if done <= FEW_LEFT and job.base is not None:
                 break
+        job.aside_seconds = time.perf_counter() - started
         with write(db):
+            locked = time.perf_counter()
             _check(db, job)
             if in_swap is not None:
                 in_swap(db, job)
             _advance(db, job, None)  # no progress callback under the lock: it may write (a job's progress row)
             _swap(db, job, min_battles)
+        job.locked_seconds = time.perf_counter() - locked
     finally:
         if job.melee:
             melee_battles.drop_shadow(db)

@@ -32,17 +32,17 @@ Progress = Callable[[str, int, int], None]  # (game, battles replayed so far, ba
 
 def rebuild(
     db: Store, games: list[str], min_battles: int, who: str, details: dict, progress: Progress | None = None
-) -> dict[str, int]:
-    """Recompute each of ``games`` from its log; audited per rumble as ``rebuild``. Battles replayed per game."""
-    replayed = {}
+) -> integrity.Outcome:
+    """Recompute each of ``games`` from its log; audited per rumble as ``rebuild``."""
+    outcome = integrity.Outcome("rebuild", {})
     for game in games:
 
         def audit(conn: Store, job: maintenance.Job, game=game) -> None:
             maintainers.audit(conn, who, "rebuild", {**details, "game": game}, 0, utc_now())
 
         job = _recompute(db, game, min_battles, progress, in_swap=audit)
-        replayed[game] = job.replay.replayed
-    return replayed
+        outcome.record(game, job.replay.replayed, job.aside_seconds, job.locked_seconds)
+    return outcome
 
 
 def change_battles(
@@ -58,7 +58,8 @@ def change_battles(
     """Apply ``action`` to the battles ``f`` selects among log ids up to ``max_id`` and recompute
     each rumble they belong to; audited per rumble, with the battles moved there."""
     sources, target = integrity.TRANSITIONS[action]
-    moved, replayed = {}, {}
+    moved: dict[str, int] = {}
+    outcome = integrity.Outcome(action, moved)
     with store.read(db):
         chosen = battle_states.matching_ids(db, f, sources, max_id)
     for game, ids in chosen.items():
@@ -69,11 +70,11 @@ def change_battles(
             maintainers.audit(conn, who, action, entry, moved[game], utc_now())
 
         job = _recompute(db, game, min_battles, progress, frozenset(ids), target, swap_in)
-        replayed[game] = job.replay.replayed
+        outcome.record(game, job.replay.replayed, job.aside_seconds, job.locked_seconds)
     if not chosen:
         with store.write(db):
             maintainers.audit(db, who, action, {**details, "criteria": f.describe(), "per_rumble": {}}, 0, utc_now())
-    return integrity.Outcome(action, moved, replayed)
+    return outcome
 
 
 def _recompute(
@@ -178,11 +179,11 @@ def _dispatch(db: Store, found: dict, progress: Progress) -> dict:
     args, who = found["args"], found["requested_by"]
     details = {**args.get("details", {}), "job": found["id"]}
     if found["kind"] == "rebuild":
-        replayed = rebuild(db, args["games"], args["min_battles"], who, details, progress)
-        return {"replayed": replayed, "battles": sum(replayed.values())}
+        outcome = rebuild(db, args["games"], args["min_battles"], who, details, progress)
+        return {"replayed": outcome.replayed, "battles": sum(outcome.replayed.values()), **outcome.timings()}
     f = battle_states.BattleFilter(**{**args["criteria"], "ids": tuple(args["criteria"].get("ids", ()))})
     outcome = change_battles(db, found["kind"], f, args["max_id"], args["min_battles"], who, details, progress)
-    return {"battles": outcome.battles, "per_rumble": outcome.moved, "replayed": outcome.replayed}
+    return {"battles": outcome.battles, "per_rumble": outcome.moved, "replayed": outcome.replayed, **outcome.timings()}
 
 
 def job_state(db: Store, job_id: int) -> dict | None:

@@ -11,7 +11,7 @@
    token made with ``rumble admin create-token``), and follows the job at /admin/jobs/ID until done.
 4. Prints, for the uploads that started while each ran: how many, how many failed, p50, p99 and the
    slowest answer (goal: slowest < 2 s), and the maintenance's own time next to the blocking
-   rebuild's time from step 1. With ``--check`` the served tables are compared with a fresh rebuild.
+   rebuild's time from step 1; then PASS or FAIL (exit status 1) for that goal. With ``--check`` the served tables are compared with a fresh rebuild.
 
 Run with the project's venv: ``.venv/bin/python scripts/bench_maintenance.py --help``.
 """
@@ -90,14 +90,18 @@ def admin_request(port: int, method: str, path: str, token: str, body: dict | No
         connection.close()
 
 
-def during(rows: list[tuple], start: float, end: float) -> str:
-    """The figures of the uploads that started in [start, end]."""
+def during(rows: list[tuple], start: float, end: float, verdicts: list[bool] | None = None) -> str:
+    """The figures of the uploads that started in [start, end]; whether the goal was met goes to ``verdicts``."""
     inside = [(seconds, error) for began, seconds, error in rows if start <= began <= end]
     if not inside:
-        return "no uploads started meanwhile"
+        if verdicts is not None:
+            verdicts.append(False)
+        return "no uploads started meanwhile (MISSED)"
     times = np.array([s for s, _ in inside])
     failed = sum(1 for _, e in inside if e)
     verdict = "met" if times.max() < GOAL_SLOWEST_S and not failed else "MISSED"
+    if verdicts is not None:
+        verdicts.append(verdict == "met")
     return (
         f"{len(inside)} uploads, {failed} failed; p50 {np.percentile(times, 50) * 1000:.0f} ms, "
         f"p99 {np.percentile(times, 99) * 1000:.0f} ms, slowest {times.max():.2f} s "
@@ -193,8 +197,9 @@ def main(argv: list[str] | None = None) -> int:
             for client in clients:
                 client.join()
             bench.stop_server(server)
-        print(f"uploads       during `rumble rebuild`: {during(rows, t0, t1)}")
-        print(f"uploads       during the /admin rollback: {during(rows, t2, t3)}")
+        verdicts: list[bool] = []
+        print(f"uploads       during `rumble rebuild`: {during(rows, t0, t1, verdicts)}")
+        print(f"uploads       during the /admin rollback: {during(rows, t2, t3, verdicts)}")
         print(f"uploads       over the whole run: {during(rows, 0, float('inf'))}")
         print(
             f"rebuild time  aside: {t1 - t0:.1f} s (the whole `rumble rebuild` process) against {old_seconds:.1f} s blocking, "
@@ -211,7 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         bench.remove_database(run_db)
         bench.remove_database(old_db)
-    return 0
+    passed = done.returncode == 0 and job["state"] == "done" and all(verdicts)
+    print(
+        f"{'PASS' if passed else 'FAIL'}: every upload during the rebuild and the rollback answered OK, the slowest"
+        f" within {GOAL_SLOWEST_S:.0f} s"
+    )
+    return 0 if passed else 1
 
 
 def restore_report(live: Path, copy: Path) -> None:

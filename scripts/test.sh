@@ -8,11 +8,12 @@
 #   those tests are skipped, except under CI where they must run.
 # - Python packages: rumble and its test extra, into ./.venv (created if missing).
 #
-# Without arguments it first checks the style (ruff's linter and formatter over rumble/, tests/ and
-# scripts/, then mypy over rumble/, as configured in pyproject.toml), then runs the whole suite, then
-# the suite less the end-to-end tests again with the clock 400 days ahead (faketime), so a test that
-# depends on today's date fails here, not on some later day. With arguments it runs pytest with
-# them, once.
+# Without arguments it checks the style (ruff's linter and formatter over rumble/, tests/ and
+# scripts/, then mypy over rumble/, as configured in pyproject.toml), runs the whole suite, then the
+# suite less the end-to-end tests again with the clock 400 days ahead (faketime), so a test that
+# depends on today's date fails here, not on some later day. Every step runs whatever the one before
+# it gave; the exit status is 1 if any of them failed, and the last lines say which. With arguments
+# it runs pytest with them, once.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -36,19 +37,41 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
+# A copy installed without -e (an older quick start) leaves files in site-packages that pip does not
+# remove when it switches to the editable install (numba's cache among them), and a leftover
+# site-packages/rumble folder would hide this source tree: remove that copy first.
+for installed in .venv/lib/python3*/site-packages/rumble; do
+  if [ -d "$installed" ]; then
+    .venv/bin/python -m pip uninstall -q -y rumble >/dev/null 2>&1 || true
+    rm -rf "$installed"
+  fi
+done
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
 if [ $# -gt 0 ]; then
   exec .venv/bin/python -m pytest "$@"
 fi
-echo "scripts/test.sh: style: ruff check, ruff format --check, mypy"
-.venv/bin/ruff check rumble tests scripts
-.venv/bin/ruff format --check rumble tests scripts
-.venv/bin/mypy
-.venv/bin/python -m pytest
-if ! command -v faketime >/dev/null 2>&1; then
-  if [ "${CI:-}" = true ]; then echo "scripts/test.sh: faketime is missing; CI must run the shifted-clock tests" >&2; exit 1; fi
+failed=()
+step() {  # step NAME COMMAND...: runs it, and notes its name if it failed
+  local name=$1
+  shift
+  echo "scripts/test.sh: $name"
+  "$@" || failed+=("$name")
+}
+step "ruff check" .venv/bin/ruff check rumble tests scripts
+step "ruff format --check" .venv/bin/ruff format --check rumble tests scripts
+step "mypy" .venv/bin/mypy
+step "the suite" .venv/bin/python -m pytest
+if command -v faketime >/dev/null 2>&1; then
+  step "the suite less the end-to-end tests, the clock 400 days ahead (faketime -f '+400d')" \
+    faketime -f '+400d' .venv/bin/python -m pytest -q -p no:cacheprovider --ignore=tests/e2e
+elif [ "${CI:-}" = true ]; then
+  echo "scripts/test.sh: faketime is missing; CI must run the shifted-clock tests" >&2
+  failed+=("the shifted-clock run (no faketime)")
+else
   echo "scripts/test.sh: faketime is missing: the shifted-clock run is skipped" >&2
-  exit 0
 fi
-echo "scripts/test.sh: the suite again, end-to-end tests aside, with the clock 400 days ahead (faketime -f '+400d')"
-exec faketime -f '+400d' .venv/bin/python -m pytest -q -p no:cacheprovider --ignore=tests/e2e
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'scripts/test.sh: FAILED: %s\n' "${failed[@]}" >&2
+  exit 1
+fi
+echo "scripts/test.sh: every step passed"

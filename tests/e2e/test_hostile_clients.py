@@ -2,8 +2,10 @@
 threaded workers with read deadlines and a send timeout (rumble/serving.py), and capacity per
 request class (rumble/web/capacity.py).
 
-The first two tests run scripts/hostile_mix.py, small, against a real ``rumble serve``; against the
-sync workers of before, the first one answers about 1 upload in 10 within 2 s.
+The first two tests run scripts/hostile_mix.py, small, against a real ``rumble serve``. No test here
+asserts a wall-clock threshold of this machine; the one bound is the real client's read timeout
+(10 s, protocol.md), past which it counts an upload as failed. The 2 s goal is the script's own
+PASS or FAIL, run as a benchmark (scripts/README.md).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .e2e_support import JAVA_POST_HEADERS, live_server, post_like_java
 pytestmark = pytest.mark.e2e
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "hostile_mix.py"
 WAIT_S = 30  # far beyond the 2 s read timeout below: a connection still open after it was not cut
+CLIENT_TIMEOUT_S = 10.0  # the real client's read timeout: an answer later than this is a failed upload
 
 
 def _mix(tmp_path: Path, *args: str) -> dict:
@@ -39,14 +42,13 @@ def _mix(tmp_path: Path, *args: str) -> dict:
     )
     assert run.stdout.strip(), run.stderr[-2000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
-    assert run.returncode == (0 if result["share"] >= 0.95 else 1)
+    assert run.returncode == (0 if result["share"] >= 0.95 else 1)  # its PASS or FAIL, whichever it was
     return result
 
 
 def test_uploads_are_answered_while_sixteen_hostile_connections_are_held(tmp_path):
     result = _mix(tmp_path, "--per-kind", "4", "--seconds", "10")
-    assert result["uploads"] == 10 and result["errors"] == []
-    assert result["ok_within_2s"] / result["uploads"] >= 0.95
+    assert result["uploads"] == result["ok"] == 10 and result["errors"] == []  # each within the client's timeout
     assert result["hostile"]["trickle"]["opens"] >= 4 and result["hostile"]["unread-export"]["opens"] >= 4
 
 
@@ -55,8 +57,7 @@ def test_uploads_are_answered_while_four_clients_download_exports_slowly(tmp_pat
     export does): they take export slots, never what uploads need. The sync workers of before
     answered no upload until an export was done."""
     result = _mix(tmp_path, "--per-kind", "0", "--readers", "4", "--reader-kb", "32", "--seconds", "10")
-    assert result["uploads"] == 10 and result["errors"] == []
-    assert result["ok_within_2s"] / result["uploads"] >= 0.95
+    assert result["uploads"] == result["ok"] == 10 and result["errors"] == []  # each within the client's timeout
     assert result["readers"]["complete"] >= 1 and result["readers"]["failed"] == 0
 
 
@@ -152,7 +153,7 @@ def test_clients_that_never_close_their_side_do_not_hold_up_uploads(tmp_path):
                 client.join(WAIT_S)
             for sock in held:
                 sock.close()
-        assert slowest < 2.0
+        assert slowest < CLIENT_TIMEOUT_S  # held behind the lingering clients, an upload waited 15 s
         assert opened >= 100  # the clients kept coming: each got its answer at once
 
 
@@ -174,17 +175,16 @@ def _received(sent: Battle) -> str:
 def test_uploads_are_answered_while_the_only_thread_waits_for_a_body(tmp_path):
     """A whole upload is served in the worker's main thread (rumble.main_loop), not by a pool
     thread: with one thread, held by a chunked body that never ends, uploads are still answered at
-    once. Served by the pool, each would wait the held body's 6 s read deadline first."""
-    settings = {"THREADS": "1", "PAGE_REQUESTS": "1", "READ_TIMEOUT_SECONDS": "6", "BATCH_INTERVAL_MINUTES": "0"}
+    once: before the held body's 8 s read deadline, as its connection, still unanswered after them,
+    shows. Served by the pool, each would wait for that deadline first."""
+    settings = {"THREADS": "1", "PAGE_REQUESTS": "1", "READ_TIMEOUT_SECONDS": "8", "BATCH_INTERVAL_MINUTES": "0"}
     with live_server(tmp_path, workers=1, settings=settings) as server, _connect(server) as held:
         held.sendall(_upload_head(b"", "Transfer-Encoding: chunked\r\n") + b"400\r\ngame=roborumble&")
         time.sleep(0.5)  # the thread is reading the body
-        started = time.monotonic()
         for k in range(5):
             sent = battle(first=f"main.Thread{k} 1.0")
             status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(sent))
             assert (status, text.splitlines()[-1]) == (200, _received(sent))
-        assert time.monotonic() - started < 3.0  # (the held body's deadline is 6 s after its thread began)
         held.setblocking(False)
         with pytest.raises(BlockingIOError):
             held.recv(1)  # its thread still waits for the body: not answered yet
@@ -208,9 +208,9 @@ def _upload_now_and_then(url: str, stop: threading.Event, waits: list[float], an
 def test_a_client_that_never_reads_its_answers_is_closed_while_uploads_go_on(tmp_path):
     """One connection sends upload after upload and reads none of the answers (its receive buffer
     small). The main thread writes answers without waiting: once one no longer fits, it closes the
-    connection. Had it waited for the client (a blocking send), every upload of the worker would
-    have stopped with it."""
-    settings = {"SEND_TIMEOUT_SECONDS": "2", "BATCH_INTERVAL_MINUTES": "0"}
+    connection. Had it waited for the client (a blocking send, up to the 12 s send timeout), every
+    upload of the worker would have stopped with it, past the client's 10 s timeout."""
+    settings = {"SEND_TIMEOUT_SECONDS": "12", "BATCH_INTERVAL_MINUTES": "0"}
     body = format_upload(battle(game="nosuchrumble"))  # refused (unknown rumble): answered at once
     request = _upload_head(body) + body
     with live_server(tmp_path, workers=1, settings=settings) as server:
@@ -235,7 +235,7 @@ def test_a_client_that_never_reads_its_answers_is_closed_while_uploads_go_on(tmp
             steady.join(timeout=WAIT_S)
         output = server.output()
     assert sent > 100  # its answers filled the buffers first
-    assert len(waits) >= 10 and all(answers) and max(waits) < 1.0  # (a blocking send would wait 2 s)
+    assert len(waits) >= 10 and all(answers) and max(waits) < CLIENT_TIMEOUT_S
     assert "left its answers unread" in output or "that took none of its answer" in output
 
 
