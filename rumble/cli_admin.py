@@ -243,6 +243,64 @@ def list_(db: str | None) -> None:
         click.echo("no maintainers; `rumble admin create-token NAME` makes one")
 
 
+def _uploader_word(standing: str, action: str, summary: str):
+    """``rumble admin vouch`` and ``revoke-uploader``: a maintainer's word on an uploader, audited."""
+
+    @admin.command(action.replace(" ", "-"), help=summary)
+    @db_option
+    @click.argument("uploader")
+    @click.argument("network")
+    @click.option("--note", default="", help="why, for the audit log and /admin")
+    def command(db: str | None, uploader: str, network: str, note: str) -> None:
+        from rumble.rankings.uploader_trust import named_party
+        from rumble.store import maintainers, trust
+
+        try:
+            party = named_party(uploader, network)
+        except ValueError as error:
+            raise click.BadParameter(str(error)) from None
+        _, conn = _open(db)
+        try:
+            who = _maintainer(conn)
+            with store.write(conn):
+                trust.set_word(conn, party, standing, who, store.utc_now(), note)
+                maintainers.audit(conn, who, action, {"party": party, "note": note, "via": "cli"}, 0, store.utc_now())
+        finally:
+            conn.close()
+        click.echo(f"{party}: {standing}")
+
+    return command
+
+
+_uploader_word(
+    "vouched",
+    "vouch",
+    "Vouch for UPLOADER sending from NETWORK (an address or a network of it): established in every rumble at once.",
+)
+_uploader_word("revoked", "revoke uploader", "Revoke UPLOADER at NETWORK: never established, whatever it earned.")
+
+
+@admin.command()
+@db_option
+@click.option("--game", default=None, help="one rumble (default: every rumble with battles)")
+def standings(db: str | None, game: str | None) -> None:
+    """Compute the uploaders' standings now (the batch job does it hourly) and print them."""
+    from rumble import jobs
+    from rumble.store import trust
+    from rumble.store.rumbles import rumble_id
+
+    _, conn = _open(db)
+    try:
+        _maintainer(conn)
+        counted = jobs.refresh_standings(conn, [game] if game else None)
+        for name in counted:
+            click.echo(f"{name}: {counted[name]} established")
+            for party, row in sorted(trust.standings(conn, rumble_id(conn, name) or 0).items()):
+                click.echo(f"  {party}\t{row['how']}\t{row['why']}")
+    finally:
+        conn.close()
+
+
 def _battle_command(action: str, summary: str):
     """``rumble admin flag|unflag|rollback``: the same criteria as the /admin forms."""
 

@@ -74,7 +74,7 @@ def demo_battles(game: str, rounds: int, field: str, count: int, seed: int = 7) 
                 sides[0],
                 sides[1],
                 utc_now(),
-                "127.0.0.1",
+                None,  # from no network: no client, local or not, is the demo's uploader
             )
         )
     return result

@@ -1,28 +1,48 @@
-"""Bounded growth: how many new bots one address may add in an hour, and how many a rumble holds.
+"""Bounded growth: how many new bots one address and one rumble take in an hour, and how many a rumble holds.
 
 Every participant of a rumble costs each server worker a row and a column of the rumble's pairing
 matrix (rumble/ratings/online.py), and every bot a row in the database, so names invented by the
-thousand would cost memory and time in every worker. An upload that would add a bot beyond
-either limit is refused before anything of it is stored: not the battle, not the bot's row.
+thousand would cost memory and time in every worker. An upload that would add a bot beyond a
+limit is refused before anything of it is stored: not the battle, not the bot's row.
+
+The per-address limit alone is no bound for a stranger with many addresses, so a rumble also takes
+at most NEW_BOTS_PER_HOUR_PER_RUMBLE newcomers an hour, and at most MAX_PARTICIPANTS in all, from
+uploaders that are not established (rumble/rankings/uploader_trust.py). An established uploader's
+newcomer is taken whatever a flood left: a flood cannot close a rumble to the ladder's own clients.
 """
 
 from __future__ import annotations
 
 from rumble.battle import Battle
-from rumble.store import Store, bots
+from rumble.rankings import uploader_trust
+from rumble.store import Store, bots, trust
 from rumble.store.rumbles import known_rumble_id
 
 
-def refusal(db: Store, battle: Battle, since: str, new_bots_per_hour: int, max_participants: int) -> str | None:
+def refusal(
+    db: Store,
+    battle: Battle,
+    since: str,
+    new_bots_per_hour: int,
+    max_participants: int,
+    new_bots_per_hour_per_rumble: int | None = None,
+) -> str | None:
     """Why ``battle`` (stamped with its address) may not add its new bots, or None if it may.
 
     ``since``: an hour before now. A bot is new to the server when no upload named it before (it
     counts against its address's NEW_BOTS_PER_HOUR), and new to the rumble when it is not yet a
-    participant, active or retired (it counts against MAX_PARTICIPANTS). Call inside the write
-    transaction, so that two workers cannot both take the last place.
+    participant, active or retired (it counts against NEW_BOTS_PER_HOUR_PER_RUMBLE and
+    MAX_PARTICIPANTS, unless its uploader is established). Call inside the write transaction, so
+    that two workers cannot both take the last place.
     """
     names = list(dict.fromkeys((battle.first.name, battle.second.name)))
     known = {name: bots.find_bot_in_write(db, name) for name in names}
+    rumble_id = known_rumble_id(db, battle.game)
+    joining = [name for name, found in known.items() if found is None or not bots.is_participant(db, rumble_id, found)]
+    if not joining:
+        return None
+    if trust.standing_of(db, rumble_id, uploader_trust.party(battle.uploader, battle.remote_addr))[0]:
+        return None
     unknown = [name for name, found in known.items() if found is None]
     if unknown:
         made = bots.new_bots_since(db, battle.remote_addr, since)
@@ -31,10 +51,14 @@ def refusal(db: Store, battle: Battle, since: str, new_bots_per_hour: int, max_p
                 f"too many new bots from your address: {made} in the last hour, at most {new_bots_per_hour}; "
                 f"{unknown[0]} is not added"
             )
-    rumble_id = known_rumble_id(db, battle.game)
-    joining = [name for name, found in known.items() if found is None or not bots.is_participant(db, rumble_id, found)]
-    if joining:
-        count = bots.participant_count(db, rumble_id)
-        if count + len(joining) > max_participants:
-            return f"{battle.game} is full: {count} participants, at most {max_participants}; {joining[0]} is not added"
+    if new_bots_per_hour_per_rumble is not None:
+        joined = bots.joined_since(db, rumble_id, since)
+        if joined + len(joining) > new_bots_per_hour_per_rumble:
+            return (
+                f"{battle.game} took {joined} new bots in the last hour, at most {new_bots_per_hour_per_rumble} "
+                f"from uploaders not established; {joining[0]} is not added, try again later"
+            )
+    count = bots.participant_count(db, rumble_id)
+    if count + len(joining) > max_participants:
+        return f"{battle.game} is full: {count} participants, at most {max_participants}; {joining[0]} is not added"
     return None

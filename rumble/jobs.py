@@ -26,11 +26,13 @@ from typing import IO, Any
 import numpy as np
 
 from rumble import exports, melee, store
+from rumble.rankings import uploader_trust
 from rumble.rankings.batch import METHODS, PAIRING_METHODS, WIN_RATE_METHODS
 from rumble.rankings.pairwise import Ranking, present, ranks_from_scores
-from rumble.store import batch_runs
+from rumble.rankings.uploader_consistency import Share
+from rumble.store import batch_runs, trust, uploader_battles
 from rumble.store.export import log_version
-from rumble.store.rumbles import rumble_id
+from rumble.store.rumbles import rumble_id, rumble_rows
 
 log = logging.getLogger(__name__)
 
@@ -170,12 +172,52 @@ def scheduled_run(settings: dict[str, Any]) -> list[Report]:
         take_daily_snapshot(db)
         reports = run_stale(db, SCHEDULED)
         try:
+            refresh_standings(db)
+        except Exception:  # removals then go on by the standings computed before
+            log.exception("computing the uploaders' standings failed")
+        try:
             refresh_exports(db, settings)
         except Exception:  # the snapshots are written on request instead
             log.exception("refreshing the export snapshots failed")
         return reports
     finally:
         db.close()
+
+
+def refresh_standings(db: store.Store, games: list[str] | None = None) -> dict[str, int]:
+    """Compute each rumble's uploader standings (rumble.rankings.uploader_trust) from its log and the
+    maintainers' vouches, and store them; the established parties per rumble."""
+    with store.read(db):
+        said = trust.words(db)
+        names = [row["name"] for row in rumble_rows(db) if row["battles"]] if games is None else games
+    vouched = {w["party"] for w in said if w["standing"] == "vouched"}
+    revoked = {w["party"] for w in said if w["standing"] == "revoked"}
+    established = {}
+    for game in names:
+        rid = rumble_id(db, game)
+        if rid is None:
+            continue
+        with store.read(db):
+            shares = uploader_battles.party_shares(db, rid)
+        networks: dict[str | None, str] = {}
+        found = uploader_trust.standings(
+            (
+                Share(
+                    uploader_trust.party(uploader, networks.setdefault(address, uploader_trust.network(address))),
+                    a,
+                    b,
+                    pa,
+                )
+                for uploader, address, a, b, pa in shares
+            ),
+            vouched,
+            revoked,
+        )
+        rows = [{**s.as_dict(), "party": party} for party, s in sorted(found.items())]
+        with store.write(db):
+            trust.put_standings(db, rid, rows, store.utc_now())
+        established[game] = sum(1 for row in rows if row["established"])
+    return established
 
 
 def refresh_exports(db: store.Store, settings: dict[str, Any]) -> list[str]:

@@ -106,7 +106,7 @@ SETTINGS = (
     Setting(
         "REMOVAL_TRUST_DAYS",
         7.0,
-        "A RemoveOldParticipant request counts only from an address that uploaded accepted battles to that rumble within this many days.",
+        "A RemoveOldParticipant request counts only from an address that uploaded accepted battles to that rumble within this many days, the newest of them by an established uploader.",
         float,
     ),
     Setting(
@@ -116,9 +116,15 @@ SETTINGS = (
         int,
     ),
     Setting(
+        "NEW_BOTS_PER_HOUR_PER_RUMBLE",
+        100,
+        "New participants a rumble takes in an hour from uploaders that are not established; an upload adding one more is refused (an established uploader's newcomers are always taken).",
+        int,
+    ),
+    Setting(
         "MAX_PARTICIPANTS",
         3000,
-        "Participants (active or retired) a rumble may hold; an upload adding one more is refused.",
+        "Participants (active or retired) a rumble may hold; an upload adding one more is refused, unless it comes from an established uploader.",
         int,
     ),
     Setting(

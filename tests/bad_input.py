@@ -64,6 +64,8 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "admin.audit_page": ("api", "uploaders"),
     "admin.uploaders.table": ("game", "api"),
     "admin.uploaders.preview": ("game", "uploader", "api"),
+    "admin.uploaders.vouch": ("uploader", "network", "note", "csrf_token"),
+    "admin.uploaders.revoke": ("uploader", "network", "note", "csrf_token"),
     "admin.removals_page": (),
     "admin.flagged_page": (),
     "admin.job_page": ("id",),

@@ -15,7 +15,7 @@ from rumble.battle import Battle, Side
 from rumble.clock import Clock
 from rumble.protocol.replies import UploadOutcome
 from rumble.protocol.upload import format_upload
-from rumble.store import maintainers
+from rumble.store import maintainers, trust
 from rumble.web import close_thread_db
 from rumble.web.upload_counter import upload_decided
 
@@ -77,6 +77,7 @@ def battle(
 @pytest.fixture
 def app(tmp_path, clock):
     app = create_app({"DB": str(tmp_path / "rumble.db"), "BATCH_INTERVAL_MINUTES": 0, "CLOCK": clock})
+    vouch_for_local_uploads(app.config["RUMBLE"]["DB"])
     yield app
     close_thread_db()
 
@@ -196,6 +197,20 @@ def query_plan(db, call, library=None) -> str:
     finally:
         if conn is not db.conn:
             conn.close()
+
+
+LOCAL_UPLOADER = "Jane Doe@127.0.0.0/24"  # what ``battle`` uploads through the test client, as a party
+
+
+def vouch_for_local_uploads(path, party: str = LOCAL_UPLOADER) -> None:
+    """The operator vouches for its own client, as a new ladder starts: by default "Jane Doe"
+    (``battle``'s uploader) from the test client's address, which may then retire bots with
+    RemoveOldParticipant (rumble/rankings/uploader_trust.py; tests/web/test_trusted_removals.py
+    tests the trust itself)."""
+    db = store.connect(path)
+    with store.write(db):
+        trust.set_word(db, party, "vouched", "test operator", store.utc_now())
+    db.close()
 
 
 def maintainer_token(app, name: str = "alice") -> str:

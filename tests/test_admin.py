@@ -37,6 +37,8 @@ ADMIN_URLS = [
     ("GET", "/admin/jobs"),
     ("GET", "/admin/uploaders"),
     ("GET", "/admin/uploader-preview"),
+    ("POST", "/admin/uploaders/vouch"),
+    ("POST", "/admin/uploaders/revoke"),
 ]
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 BOTS = ["a.Alpha 1.0", "b.Beta 1.0", "c.Gamma 1.0", "d.Delta 1.0"]
@@ -340,6 +342,9 @@ def test_every_admin_command_refuses_without_a_token_once_a_maintainer_exists(ap
         "admin flag": ["--uploader", "Jane Doe"],
         "admin rollback": ["--uploader", "Jane Doe"],
         "admin unflag": ["--uploader", "Jane Doe"],
+        "admin vouch": ["Jane Doe", "10.0.0.1"],
+        "admin revoke-uploader": ["Jane Doe", "10.0.0.1"],
+        "admin standings": [],
         "backup": [str(tmp_path / "other.db")],
         "restore": ["--yes", str(backup)],
     }

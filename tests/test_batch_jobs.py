@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import battle, post_upload
+from conftest import battle, maintainer_token, post_upload
 
 from rumble import jobs, store
 from rumble.protocol.replies import Kind
@@ -30,11 +30,10 @@ def rid(db) -> int:
 
 
 def retire(client, name: str) -> None:
-    body = f"version=1&game=roborumble&name={name}&dummy=NA"
-    assert (
-        client.post("/RemoveOldParticipant", data=body, content_type="application/x-www-form-urlencoded").status_code
-        == 200
-    )
+    """Retire ``name`` (its ratings-file key) as a maintainer does from /admin."""
+    auth = {"Authorization": f"Bearer {maintainer_token(client.application, f'retirer{time.monotonic_ns()}')}"}
+    answer = client.post("/admin/retire", json={"game": "roborumble", "name": name.replace("_", " ")}, headers=auth)
+    assert (answer.status_code, answer.json["changed"]) == (200, True)
 
 
 def test_matrix_holds_each_pairing_aps_of_the_active_bots_in_id_order(db):

@@ -9,7 +9,7 @@ import pytest
 from admin_jobs import post_and_wait, wait_for_all
 from click.testing import CliRunner
 from conftest import audit_rows as _audit
-from conftest import battle, post_upload
+from conftest import battle, post_upload, vouch_for_local_uploads
 from conftest import maintainer_token as _token
 
 from rumble import store
@@ -318,6 +318,7 @@ def test_rolling_back_the_battle_that_revived_a_bot_retires_it_again(app, client
     rebuild through later uploads and a second retirement (found in review: C stayed active)."""
     a, b, c, d = BOTS[:4]
     now = clock.now_ms()
+    vouch_for_local_uploads(app.config["RUMBLE"]["DB"], "Jane@127.0.0.0/24")  # Jane retires C below
     n = 0
     for i, x in enumerate((a, b, c, d)):
         for y in (a, b, c, d)[i + 1 :]:

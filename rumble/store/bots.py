@@ -46,6 +46,12 @@ def new_bots_since(db: Store, remote_addr: str | None, since: str) -> int:
     return db.execute(sql, (remote_addr, since)).fetchone()[0]
 
 
+def joined_since(db: Store, rumble_id: int, since: str) -> int:
+    """Participants that joined the rumble at or after ``since`` (one range of participants_by_first_seen)."""
+    sql = "SELECT count(*) FROM participants WHERE rumble_id = ? AND first_seen >= ?"
+    return db.execute(sql, (rumble_id, since)).fetchone()[0]
+
+
 def participant_count(db: Store, rumble_id: int) -> int:
     """Every participant of a rumble, active or retired: what each worker's field holds."""
     return db.execute("SELECT count(*) FROM participants WHERE rumble_id = ?", (rumble_id,)).fetchone()[0]

@@ -14,7 +14,7 @@ from flask.sessions import SecureCookieSessionInterface
 
 from rumble import ingest, integrity, maintenance_jobs, overrides, store
 from rumble.rankings.uploader_consistency import ALPHA
-from rumble.store import admin_sessions, battle_states, bots, maintainers, removals, stats
+from rumble.store import admin_sessions, battle_states, bots, maintainers, removals, stats, trust
 from rumble.store.rumbles import known_rumble_id, rumble_id
 from rumble.web import admin_auth, admin_uploaders, get_db, now
 from rumble.web.admin_auth import admin_required, csrf_token
@@ -89,6 +89,7 @@ def audit_page():
         retirements = stats.retirements(db, None, limit=50)
         stored = overrides.load(db)
         jobs = maintenance_jobs.recent(db)
+        words = trust.words(db)
     if request.args.get("api") == "1":
         return jsonify(rows)
     games = sorted(current_app.extensions["rumble.rumbles"])
@@ -106,6 +107,7 @@ def audit_page():
         failures=failures,
         retirements=retirements,
         jobs=jobs,
+        words=words,
         uploaders_game=chosen if consistency is not None else None,
         consistency=consistency,
         alpha=ALPHA,

@@ -23,7 +23,7 @@ from rumble.store.rumbles import rumble_rows
 from rumble.store.tables import RANKING_COLUMNS, RANKING_ORDER
 from rumble.web import clock, confidence_data, get_db, now
 from rumble.web.lookup import BATCH_TITLES, NotFound, found_or_404, rumble_or_404
-from rumble.web.page_data import MELEE_TITLES, ranking_table, stats_page
+from rumble.web.page_data import MELEE_TITLES, public_standings, ranking_table, stats_page
 from rumble.web.uploader_data import uploader_table, with_confirmation
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -118,10 +118,13 @@ ENDPOINTS = [
     },
     {
         "rule": "/api/v1/rumbles/<game>/uploaders",
-        "summary": "Each uploader's consistency with the other uploaders on the same pairings, flagged ones first "
+        "summary": "Each uploader's standing (established or not, how and why: /ScoreExplanation#standing) and its "
+        "consistency with the other uploaders on the same pairings, flagged ones first "
         "(/ScoreExplanation#uploaders; flagged when the Holm-corrected p is below alpha).",
         "params": {**PAGINATION},
-        "fields": f"game, alpha, {PAGE_FIELDS}: [{{uploader, battles, pairings_shared, tested, z, p, p_raw, rms_z, "
+        "fields": "game, alpha, standings: [{uploader, network, established, how (vouched, earned, revoked, not yet, "
+        "disagrees), battles_shared, pairings_shared, p, why, computed_at}], "
+        f"{PAGE_FIELDS}: [{{uploader, battles, pairings_shared, tested, z, p, p_raw, rms_z, "
         "p_dispersion, bias_z, p_bias, flagged, reason, top_bots: [{bot, battles, mean_residual, t}]}]",
     },
     {
@@ -314,8 +317,9 @@ def version_test(game: str) -> Response:
 
 @bp.get("/rumbles/<game>/uploaders")
 def uploaders(game: str) -> Response:
-    items = uploader_table(get_db(), rumble_or_404(game))
-    return jsonify({"game": game, "alpha": ALPHA, **_paginated(items)})
+    rid = rumble_or_404(game)
+    items = uploader_table(get_db(), rid)
+    return jsonify({"game": game, "alpha": ALPHA, "standings": public_standings(get_db(), rid), **_paginated(items)})
 
 
 @bp.get("/stats")

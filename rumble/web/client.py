@@ -14,7 +14,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
 
@@ -32,11 +32,13 @@ from rumble.protocol.games import RumbleSettings
 from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.upload import Policy, check_upload, decode_body, parse_upload, split_fields
-from rumble.store import Store, battle_log, battle_states, bots, melee_battles, removals, tables
+from rumble.rankings import uploader_trust
+from rumble.store import Store, battle_log, battle_states, bots, melee_battles, removals, tables, trust
 from rumble.store.group_commit import run_in_group
 from rumble.store.rumbles import known_rumble_id, rumble_id
-from rumble.web import get_db, now, thread_db
+from rumble.web import get_db, now, refusal_counter, thread_db
 from rumble.web.body import GuardedInput, MalformedBody
+from rumble.web.refusal_counter import refusals_for
 from rumble.web.upload_counter import Counts, counts_for, flush_quietly, upload_decided
 
 log = logging.getLogger(__name__)
@@ -183,6 +185,7 @@ UPLOAD_SETTINGS = (
     "MAX_BATTLE_AGE_HOURS",
     "MAX_CLOCK_SKEW_MINUTES",
     "NEW_BOTS_PER_HOUR",
+    "NEW_BOTS_PER_HOUR_PER_RUMBLE",
     "MAX_PARTICIPANTS",
     "PRIORITY_BATCH",
     "PRIORITY_MIN_BATTLES",
@@ -273,7 +276,14 @@ def _store(
     now = moment.now()
     battle = ingest.with_receipt(battle, remote_addr, now)
     hour_ago = store.format_time(now - timedelta(hours=1))
-    too_many = growth.refusal(db, battle, hour_ago, settings["NEW_BOTS_PER_HOUR"], settings["MAX_PARTICIPANTS"])
+    too_many = growth.refusal(
+        db,
+        battle,
+        hour_ago,
+        settings["NEW_BOTS_PER_HOUR"],
+        settings["MAX_PARTICIPANTS"],
+        settings["NEW_BOTS_PER_HOUR_PER_RUMBLE"],
+    )
     if too_many is not None:  # nothing of it written: not the battle, not a bot's row
         return _refused(too_many)
     applied = ingest.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
@@ -325,11 +335,15 @@ def remove_old_participant() -> Response:
     """Retire a bot named by its ratings-file key (``_`` for the space); the client only prints the answer.
 
     POST only: a GET or HEAD would let any web page (an ``<img>``) retire bots from its visitors'
-    browsers. A removal counts only from an address that uploaded accepted battles to the rumble
-    within REMOVAL_TRUST_DAYS. Every POST is logged with its address, user agent and outcome
-    (``store.removals``); an address that sent REMOVALS_PER_HOUR requests in the last hour is
-    refused, in the protocol's own form, until it slows down (and of those refusals only the
-    first in an hour is logged).
+    browsers. A removal counts only from an *established* uploader (rumble.rankings.uploader_trust):
+    the request's address uploaded accepted battles to the rumble within REMOVAL_TRUST_DAYS, and the
+    newest of them came from a party (that uploader's name with the address's network) a maintainer
+    vouched for, or that earned trust by agreeing with the established. An established address may
+    send REMOVALS_PER_HOUR requests an hour.
+
+    Every refusal is decided in a read snapshot, before any write lock, and is only counted
+    (rumble.web.refusal_counter); a request that passes is logged with its address, user agent and
+    outcome (``store.removals``) in the write transaction that retires the bot.
     """
     if request.method != "POST":
         response = Response(
@@ -340,51 +354,78 @@ def remove_old_participant() -> Response:
         )
         response.headers["Allow"] = "POST"
         return response
+    db, moment, address = get_db(), now(), request.remote_addr
     try:
         fields = split_fields(request.get_data()[:4096].decode("utf-8", "replace"))
     except ProtocolError as error:
-        return _text(replies.refused(str(error)))
+        return _refuse_removal(db, "", "unreadable", replies.refused(str(error)), moment)
     game, key = fields.get("game", ""), fields.get("name", "")
-    db = get_db()
-    moment = now()
+    with store.read(db):
+        decided = _decide_removal(db, game, key, moment, address)
+    if isinstance(decided, tuple):
+        return _refuse_removal(db, game, *decided, moment)
+    rid, name, bot, uploader = decided.rumble_id, decided.name, decided.bot, decided.uploader
+    # The address comes last: exports drop all from the first " from " on, /RumbleStats masks what
+    # follows the last one (rumble.web.page_data.public_source).
+    source = f"RemoveOldParticipant (uploader {uploader}) from {address}"
     with store.write(db):
-        answer, outcome = _remove(db, game, key, moment)
-        # A flood is logged by its first refusal in the hour only, so it cannot grow the log without end.
-        hour_ago = store.format_time(moment - timedelta(hours=1))
-        if outcome != "rate limited" or not removals.count_since(db, request.remote_addr, hour_ago, "rate limited"):
-            removals.record(
-                db, store.format_time(moment), request.remote_addr, request.user_agent.string, game, key, outcome
-            )
-    return _text(answer)
+        retired = ingest.retire(db, rid, bot, store.format_time(moment), source)
+        outcome = "retired" if retired else "already retired"
+        removals.record(db, store.format_time(moment), address, request.user_agent.string, game, key, outcome)
+    if not retired:
+        return _text(replies.plain(f"OK. {name} was already retired from {game}") + "\n")
+    return _text(replies.plain(f"OK. {name} retired from {game}") + "\n")
 
 
-def _remove(db, game: str, key: str, moment: datetime) -> tuple[str, str]:
-    """The answer to a RemoveOldParticipant request and its outcome for the log (in the write transaction)."""
+@dataclass(frozen=True)
+class _Removal:
+    """A removal that passed every check: the bot, and the established uploader asking."""
+
+    rumble_id: int
+    name: str
+    bot: int
+    uploader: str
+
+
+def _decide_removal(
+    db: Store, game: str, key: str, moment: datetime, address: str | None
+) -> _Removal | tuple[str, str]:
+    """The removal to apply, or (reason, answer) for a refusal; reads only (in the caller's snapshot)."""
     settings = _settings()
-    limit = settings["REMOVALS_PER_HOUR"]
-    if removals.count_since(db, request.remote_addr, store.format_time(moment - timedelta(hours=1))) >= limit:
-        return replies.refused(
-            f"more than {limit} RemoveOldParticipant requests from your address in an hour; try again later"
-        ), "rate limited"
     if game not in current_app.extensions["rumble.rumbles"]:
-        return replies.refused(f"unknown game {game!r}"), "unknown game"
+        return "unknown game", replies.refused(f"unknown game {game!r}")
     rid = known_rumble_id(db, game)
     days = settings["REMOVAL_TRUST_DAYS"]
-    uploader = battle_log.latest_uploader(
-        db, request.remote_addr, rid, store.format_time(moment - timedelta(days=days))
-    )
+    uploader = battle_log.latest_uploader(db, address, rid, store.format_time(moment - timedelta(days=days)))
     if uploader is None:
-        return replies.refused(
+        return "not an uploader", replies.refused(
             f"your address uploaded no accepted battles to {game} in the last {days:g} days; "
-            "only an address that uploads to a rumble may retire its bots"
-        ), "not trusted"
+            "only an established uploader of a rumble may retire its bots"
+        )
+    who = uploader_trust.party(uploader, address)
+    established, why = trust.standing_of(db, rid, who)
+    if not established:
+        return "not established", replies.refused(
+            f"uploader {who} is not established in {game} ({why}); only an established uploader may "
+            "retire bots: a maintainer can vouch for yours"
+        )
+    limit = settings["REMOVALS_PER_HOUR"]
+    if removals.count_since(db, address, store.format_time(moment - timedelta(hours=1))) >= limit:
+        return "rate limited", replies.refused(
+            f"more than {limit} RemoveOldParticipant requests from your address in an hour; try again later"
+        )
     known = bots.participant_names(db, rid, active_only=False)
     name = next((candidate for candidate in key_candidates(key) if candidate in known), None)
     if name is None:
-        return replies.refused(f"no bot {key!r} in {game}"), "unknown bot"
-    # The address comes last: exports drop all from the first " from " on, /RumbleStats masks what
-    # follows the last one (rumble.web.page_data.public_source).
-    source = f"RemoveOldParticipant (uploader {uploader}) from {request.remote_addr}"
-    if not ingest.retire(db, rid, known[name], store.format_time(moment), source):
-        return replies.plain(f"OK. {name} was already retired from {game}") + "\n", "already retired"
-    return replies.plain(f"OK. {name} retired from {game}") + "\n", "retired"
+        return "unknown bot", replies.refused(f"no bot {key!r} in {game}")
+    return _Removal(rid, name, known[name], uploader)
+
+
+def _refuse_removal(db: Store, game: str, reason: str, answer: str, moment: datetime) -> Response:
+    """Answer a refused removal; it is counted, and the counts saved when due, once the answer is sent."""
+    counts = refusals_for(_settings()["DB"])
+    counts.record(game, reason, moment)
+    response = _text(answer)
+    if counts.due():
+        response.call_on_close(partial(refusal_counter.flush_quietly, counts, db))
+    return response

@@ -12,7 +12,7 @@ from rumble.rankings import page_figures, ties
 from rumble.ratings import weng_lin
 from rumble.ratings.columns import RATINGS
 from rumble.ratings.online import provisional
-from rumble.store import format_time, melee_battles, stats, tables, upload_stats
+from rumble.store import format_time, melee_battles, stats, tables, trust, upload_stats
 from rumble.store.rumbles import rumble_id, rumble_rows
 from rumble.web import confidence_data, now
 from rumble.web.lookup import STATS_DAYS
@@ -106,10 +106,33 @@ def stats_page(db, game: str | None) -> dict:
         "uploaders": stats.uploaders(db, rid, since),
         "uploads_per_day": stats.uploads_per_day(db, rid, since),
         "lacking_pairings": stats.lacking_pairings(db, rid) if rid is not None else [],
+        "standings": public_standings(db, rid) if rid is not None else [],
         "uploads": upload_stats.per_day(db, game, since[:10]),
         "upload_errors": upload_stats.latest_errors(db) if game is None else [],
         "retirements": [dict(r, source=public_source(r["source"])) for r in stats.retirements(db, rid)],
     }
+
+
+def public_standings(db, rid: int) -> list[dict]:
+    """Each uploader's standing in the rumble (who may retire bots, and why), established first, as
+    the batch job last computed it; a maintainer's vouch or revocation since then shows at once."""
+    said = {w["party"]: w for w in trust.words(db)}
+    rows = []
+    for party, row in trust.standings(db, rid).items():
+        word = said.get(party)
+        if word is not None and row["how"] != word["standing"]:  # said after the last computation
+            vouched = word["standing"] == "vouched"
+            row = {**row, "established": vouched, "how": word["standing"], "why": f"{word['standing']} by a maintainer"}
+        name, _, network = party.rpartition("@")
+        rows.append({"uploader": name, "network": network, **{k: v for k, v in row.items() if k != "party"}})
+    for party in said.keys() - {f"{r['uploader']}@{r['network']}" for r in rows}:
+        vouched, (name, _, network) = said[party]["standing"] == "vouched", party.rpartition("@")
+        why = f"{said[party]['standing']} by a maintainer"
+        rows.append(
+            dict(uploader=name, network=network, established=vouched, how=said[party]["standing"], why=why)
+            | dict(battles_shared=0, pairings_shared=0, p=None, computed_at=None)
+        )
+    return sorted(rows, key=lambda r: (not r["established"], r["uploader"], r["network"]))
 
 
 def public_source(source: str) -> str:

@@ -11,6 +11,8 @@ design (table removal_requests), so that table is left out of the comparison.
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -377,6 +379,13 @@ def test_every_malformed_request_gets_its_specific_answer_and_changes_nothing(li
         assert (
             status == 200 and text.splitlines()[-1] == f"OK. {first} vs sample.RamFire 1.0 received for roborumble"
         ), text
+    # The operator vouches for this local client, so that its removals reach the bot lookup.
+    vouched = subprocess.run(
+        [sys.executable, "-m", "rumble", "admin", "vouch", "--db", str(live_server.db_path), "Jane Doe", "127.0.0.1"],
+        capture_output=True,
+        text=True,
+    )
+    assert (vouched.returncode, vouched.stdout) == (0, "Jane Doe@127.0.0.0/24: vouched\n"), vouched.stderr
     before = _state(live_server.db_path)
     assert len(before["battles"]) == 2
     wrong = []

@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import battle, now_ms
+from conftest import battle, now_ms, vouch_for_local_uploads
 
 from rumble import fields, maintenance, maintenance_jobs, store
 from rumble.protocol.games import load_rumbles
@@ -82,6 +82,8 @@ class Meanwhile:
 
     def __init__(self, client, upload, rng: random.Random):
         self.client, self.upload, self.rng = client, upload, rng
+        for name in ("Joe", "Jane", "Mallory"):  # the local clients that retire bots in these tests
+            vouch_for_local_uploads(client.application.config["RUMBLE"]["DB"], f"{name}@127.0.0.0/24")
         self.calls = 0
         self.now = now_ms() - 100_000
 

@@ -44,6 +44,7 @@ BASES: dict[str, list[dict[str, str]]] = {
     "admin.restore": [{"game": "roborumble", "name": "no.Such 1.0"}],
     "admin.rebuild": [{}],
     "admin.batch": [{}],
+    **{f"admin.uploaders.{a}": [{"uploader": "Sweeper", "network": "192.0.2.0/24"}] for a in ("vouch", "revoke")},
     "client.remove_old_participant": [{"version": "1", "game": "roborumble", "name": "no.Such_1.0", "dummy": "NA"}],
 }
 # What a refused request must leave as it was (the audit log and the RemoveOldParticipant log record refusals).

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 
 import numpy as np
-from conftest import battle, post_upload
+from conftest import battle, maintainer_token, post_upload, vouch_for_local_uploads
 
 from rumble import fields
 from rumble.protocol.replies import Kind
@@ -85,14 +85,9 @@ def test_a_full_rumble_refuses_a_new_participant_with_nothing_stored(app, client
     app.config["RUMBLE"]["MAX_PARTICIPANTS"] = 3
     assert _upload_from(client, OTHER, first="a.A 1", second="b.B 1")[0].kind is Kind.ACCEPTED
     assert _upload_from(client, OTHER, first="a.A 1", second="c.C 1")[0].kind is Kind.ACCEPTED
-    assert (
-        client.post(
-            "/RemoveOldParticipant",
-            data=b"version=1&game=roborumble&name=c.C_1&dummy=NA\n",
-            environ_base={"REMOTE_ADDR": OTHER},
-        ).get_data(as_text=True)
-        == "OK. c.C 1 retired from roborumble\n"
-    )
+    auth = {"Authorization": f"Bearer {maintainer_token(app)}"}  # a retired participant still counts
+    retired = client.post("/admin/retire", json={"game": "roborumble", "name": "c.C 1"}, headers=auth)
+    assert (retired.status_code, retired.json["changed"]) == (200, True)
     before = _counts(app)
     outcome, answer = _upload_from(client, OTHER, first="a.A 1", second="d.D 1")
     assert outcome.kind is Kind.REFUSED
@@ -126,3 +121,44 @@ def test_a_loaded_field_is_sized_to_its_participants(app, client, demo_db):
     assert len(copy.field.ids) == 20
     assert 20 <= copy.field.capacity <= 20 + GROWTH_STEP
     assert not np.isnan(copy.field.aps[:20, :20][~np.eye(20, dtype=bool)]).any()  # every pair met, loaded in place
+
+
+def test_many_addresses_are_bounded_per_rumble_and_an_established_newcomer_still_gets_in(app, client, clock):
+    """Fifty addresses in fifty networks, each within its own NEW_BOTS_PER_HOUR, add new bots until
+    the rumble's hourly bound for uploaders not established (20 here) refuses them, with nothing of
+    the refused uploads stored; the rumble then fills to MAX_PARTICIPANTS from a later hour. A
+    newcomer uploaded by the vouched local client is taken all the same."""
+    app.config["RUMBLE"].update(NEW_BOTS_PER_HOUR=4, NEW_BOTS_PER_HOUR_PER_RUMBLE=20, MAX_PARTICIPANTS=30)
+    answers, k = [], 0
+    for n in range(50):
+        address = f"10.{n}.{n % 7}.{1 + n % 200}"
+        for _ in range(2):
+            k += 1
+            outcome, answer = _upload_from(
+                client, address, first=f"sybil.S{k} 1.0", second=f"sybil.T{k} 1.0", uploader=f"sybil{n}"
+            )
+            answers.append((outcome.kind, answer))
+    accepted = [a for kind, a in answers if kind is Kind.ACCEPTED]
+    refused = {a for kind, a in answers if kind is Kind.REFUSED}
+    assert len(accepted) == 10  # 10 uploads of two new bots each: the rumble's 20 an hour
+    assert refused == {
+        "OK. ERROR: roborumble took 20 new bots in the last hour, at most 20 from uploaders not established; "
+        f"sybil.S{k2} 1.0 is not added, try again later\n"
+        for k2 in range(11, 101)
+    }
+    assert _counts(app) == (10, 20, 20, 20)
+    clock.advance(hours=1, seconds=1)
+    for n in range(50, 60):  # the next hour: five more uploads fill the rumble to 30, then it is full
+        k += 1
+        outcome, answer = _upload_from(
+            client, f"10.{n}.0.1", first=f"sybil.S{k} 1.0", second=f"sybil.T{k} 1.0", uploader=f"sybil{n}"
+        )
+        if n < 55:
+            assert outcome.kind is Kind.ACCEPTED
+        else:
+            assert answer == f"OK. ERROR: roborumble is full: 30 participants, at most 30; sybil.S{k} 1.0 is not added\n"
+    # The operator's own client (vouched for by the app fixture: Jane Doe from the test client's address).
+    outcome, answer = post_upload(client, battle(first="operator.Newcomer 1.0", second="sybil.S1 1.0"))
+    assert outcome.kind is Kind.ACCEPTED
+    assert answer.splitlines()[-1] == "OK. operator.Newcomer 1.0 vs sybil.S1 1.0 received for roborumble"
+    assert _counts(app)[3] == 31

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from conftest import battle, now_ms
+from conftest import battle, now_ms, vouch_for_local_uploads
 
 from rumble import fields, store
 from rumble.app import create_app
@@ -102,6 +102,7 @@ def test_two_workers_and_a_rebuild_agree_bit_for_bit(tmp_path, monkeypatch, cloc
     writes exactly, a retirement included, without reloading the whole rumble."""
     config = {"DB": str(tmp_path / "w.db")}
     app = create_app(config)
+    vouch_for_local_uploads(config["DB"])
     loads = []
     real_load = fields.load
     monkeypatch.setattr(fields, "load", lambda db, rid: loads.append(rid) or real_load(db, rid))

@@ -1,18 +1,23 @@
-"""RemoveOldParticipant (issue 11, item 2): POST only; it counts only from an address that uploaded
-accepted battles to the rumble within REMOVAL_TRUST_DAYS; /RumbleStats shows each retirement and
-who asked; /admin restores one in a single step."""
+"""RemoveOldParticipant: POST only; it counts only from an established uploader (vouched for by a
+maintainer, or earned by agreement: rumble/rankings/uploader_trust.py) whose address uploaded
+accepted battles to the rumble within REMOVAL_TRUST_DAYS; every refusal is decided before any write
+lock and only counted; /RumbleStats shows each retirement, who asked and the uploaders' standing;
+/admin restores one in a single step."""
 
 from __future__ import annotations
 
 import html
+import random
 import re
 
 import pytest
 from conftest import battle, maintainer_token, post_upload
 
-from rumble import store
+from rumble import jobs, store
 from rumble.protocol.replies import Kind
 from rumble.store import removals
+from rumble.web import client as client_views
+from rumble.web.refusal_counter import refusals_for
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
 TRUSTED, STRANGER = "10.1.1.1", "10.66.6.6"
@@ -41,10 +46,30 @@ def _logged(app) -> list[tuple]:
     return rows
 
 
+def _vouch(app, client, uploader: str, network: str, action: str = "vouch") -> dict:
+    auth = {"Authorization": f"Bearer {maintainer_token(app, f'm{random.random()}')}"}
+    answer = client.post(f"/admin/uploaders/{action}", json={"uploader": uploader, "network": network}, headers=auth)
+    assert answer.status_code == 200, answer.json
+    return answer.json
+
+
+def _refused_counts(app) -> dict[str, int]:
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    refusals_for(app.config["RUMBLE"]["DB"]).flush(db, force=True)
+    rows = db.execute("SELECT reason, sum(requests) FROM removal_refusals GROUP BY reason").fetchall()
+    db.close()
+    return dict(rows)
+
+
 @pytest.fixture
-def ladder(client):
-    """Walls and Corners in roborumble, uploaded from TRUSTED by Jane Doe."""
+def ladder(app, client):
+    """Walls and Corners in roborumble, uploaded from TRUSTED by Jane Doe, whom a maintainer vouched for."""
     assert _upload_from(client, TRUSTED, first="sample.Walls 0.9b", second="sample.Corners 1.0").kind is Kind.ACCEPTED
+    assert _vouch(app, client, "Jane Doe", "10.1.1.0/24") == {
+        "action": "vouch",
+        "party": "Jane Doe@10.1.1.0/24",
+        "standing": "vouched",
+    }
 
 
 @pytest.mark.parametrize("method", ["GET", "HEAD"])
@@ -61,14 +86,110 @@ def test_get_and_head_are_refused_with_405_and_the_bot_stays(app, client, ladder
     assert _logged(app) == []
 
 
-def test_a_post_from_an_address_that_never_uploaded_is_refused_logged_and_changes_nothing(app, client, ladder):
+def test_a_post_from_an_address_that_never_uploaded_is_refused_counted_and_changes_nothing(app, client, ladder):
     assert _remove(client, STRANGER) == (
         "OK. ERROR: your address uploaded no accepted battles to roborumble in the last 7 days; "
-        "only an address that uploads to a rumble may retire its bots\n"
+        "only an established uploader of a rumble may retire its bots\n"
     )
     assert "sample.Walls_0.9b" in _ratings_keys(client)
-    assert _logged(app) == [(STRANGER, "sample.Walls_0.9b", "not trusted")]
+    assert _logged(app) == []  # counted, not stored one row each
+    assert _refused_counts(app) == {"not an uploader": 1}
     assert client.get("/RumbleStats?api=1").json["retirements"] == []
+
+
+def test_one_accepted_upload_does_not_make_a_stranger_established(app, client, ladder):
+    """A stranger's accepted battle makes its address an uploader of the rumble, not a trusted one."""
+    assert _upload_from(client, STRANGER, uploader="Mallory").kind is Kind.ACCEPTED
+    assert _remove(client, STRANGER) == (
+        "OK. ERROR: uploader Mallory@10.66.6.0/24 is not established in roborumble (not yet assessed); "
+        "only an established uploader may retire bots: a maintainer can vouch for yours\n"
+    )
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    jobs.refresh_standings(db)  # what the hourly batch run computes
+    db.close()
+    assert _remove(client, STRANGER) == (
+        "OK. ERROR: uploader Mallory@10.66.6.0/24 is not established in roborumble (0 battles on 0 pairings "
+        "shared with established uploaders; trust needs 100 battles on 20 pairings); only an established "
+        "uploader may retire bots: a maintainer can vouch for yours\n"
+    )
+    assert "sample.Walls_0.9b" in _ratings_keys(client) and _logged(app) == []
+    assert _refused_counts(app) == {"not established": 2}
+    standing = {
+        (r["uploader"], r["network"]): r for r in client.get("/RumbleStats?game=roborumble&api=1").json["standings"]
+    }
+    assert (standing["Jane Doe", "10.1.1.0/24"]["established"], standing["Jane Doe", "10.1.1.0/24"]["how"]) == (
+        True,
+        "vouched",
+    )
+    assert (standing["Mallory", "10.66.6.0/24"]["established"], standing["Mallory", "10.66.6.0/24"]["how"]) == (
+        False,
+        "not yet",
+    )
+    api = client.get("/api/v1/rumbles/roborumble/uploaders").json["standings"]
+    assert [(r["uploader"], r["established"]) for r in api] == [("Jane Doe", True), ("Mallory", False)]
+
+
+def test_the_same_name_from_another_network_is_another_uploader(app, client, ladder):
+    assert _upload_from(client, "10.1.2.1").kind is Kind.ACCEPTED  # "Jane Doe", typed from another /24
+    assert _remove(client, "10.1.2.1").startswith("OK. ERROR: uploader Jane Doe@10.1.2.0/24 is not established")
+    assert _remove(client, "10.1.1.200") == (  # the vouched network, another address that never uploaded
+        "OK. ERROR: your address uploaded no accepted battles to roborumble in the last 7 days; "
+        "only an established uploader of a rumble may retire its bots\n"
+    )
+    assert "sample.Walls_0.9b" in _ratings_keys(client)
+
+
+def test_a_revoked_uploader_is_refused(app, client, ladder):
+    assert _vouch(app, client, "Jane Doe", "10.1.1.9", action="revoke")["standing"] == "revoked"
+    assert _remove(client, TRUSTED) == (
+        "OK. ERROR: uploader Jane Doe@10.1.1.0/24 is not established in roborumble (revoked by a maintainer); "
+        "only an established uploader may retire bots: a maintainer can vouch for yours\n"
+    )
+    assert "sample.Walls_0.9b" in _ratings_keys(client)
+
+
+def test_an_uploader_earns_trust_by_agreeing_with_the_vouched_one(app, client, clock, ladder):
+    """Jane (vouched) and Bob upload the same 25 pairings, 4 battles each, from the same kind of
+    battles: the batch computation finds Bob agreeing (100 battles on 25 shared pairings), and Bob's
+    address may then retire a bot. Before that computation, Bob is refused."""
+    rng = random.Random(4)
+    bots = [f"trust.Bot{i} 1.0" for i in range(8)]
+    pairs = [(a, b) for i, a in enumerate(bots) for b in bots[i + 1 :]][:25]
+    for k in range(4):
+        for n, (a, b) in enumerate(pairs):
+            share = 0.3 + 0.4 * ((n * 7) % 10) / 10  # each pairing's true score share
+            for offset, (who, addr) in enumerate((("Jane Doe", TRUSTED), ("Bob", "10.2.2.2"))):
+                first = int(6000 * share + rng.gauss(0, 250))
+                sent = dict(
+                    first=a, second=b, scores=(first, 6000 - first), firsts=(round(35 * share), 35 - round(35 * share))
+                )
+                when = clock.now_ms() - 1000 * (k * 100 + n) - offset
+                assert _upload_from(client, addr, uploader=who, time_ms=when, **sent).kind is Kind.ACCEPTED
+    assert _remove(client, "10.2.2.2").startswith("OK. ERROR: uploader Bob@10.2.2.0/24 is not established")
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    assert jobs.refresh_standings(db) == {"roborumble": 2}
+    db.close()
+    assert _remove(client, "10.2.2.2") == "OK. sample.Walls 0.9b retired from roborumble\n"
+    assert _logged(app) == [("10.2.2.2", "sample.Walls_0.9b", "retired")]
+
+
+def test_refusals_from_many_addresses_take_no_write_lock_and_store_no_row(app, client, ladder, monkeypatch):
+    """250 addresses, each with an accepted upload (untrusted), send removals: each is decided in a
+    read snapshot; no write transaction is begun for any of them."""
+    strangers = [f"10.{100 + k // 250}.{k % 250}.{1 + k % 7}" for k in range(250)]
+    for k, addr in enumerate(strangers[:50]):
+        assert _upload_from(client, addr, uploader=f"Sybil{k}").kind is Kind.ACCEPTED
+    writes = []
+    real_write = client_views.store.write
+    monkeypatch.setattr(client_views.store, "write", lambda db: writes.append(1) or real_write(db))
+    for addr in strangers:
+        assert _remove(client, addr).startswith("OK. ERROR: ")
+    assert _remove(client, "10.1.1.1", game="nosuchrumble") == "OK. ERROR: unknown game 'nosuchrumble'\n"
+    monkeypatch.undo()
+    assert writes == []
+    assert _logged(app) == []
+    assert _refused_counts(app) == {"not established": 50, "not an uploader": 200, "unknown game": 1}
+    assert "sample.Walls_0.9b" in _ratings_keys(client)
 
 
 def test_uploads_to_another_rumble_or_held_for_review_do_not_make_an_address_trusted(app, client, ladder):
@@ -84,7 +205,7 @@ def test_trust_ends_after_removal_trust_days(app, client, clock, ladder):
     clock.advance(days=2, seconds=1)  # the address's one upload is now older than two days
     assert _remove(client, TRUSTED) == (
         "OK. ERROR: your address uploaded no accepted battles to roborumble in the last 2 days; "
-        "only an address that uploads to a rumble may retire its bots\n"
+        "only an established uploader of a rumble may retire its bots\n"
     )
     assert "sample.Walls_0.9b" in _ratings_keys(client)
 

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import battle, post_upload
+from conftest import battle, post_upload, vouch_for_local_uploads
 from conftest import maintainer_token as _token
 
 from rumble import ingest, store
@@ -237,6 +237,7 @@ def test_an_uploader_name_xml_cannot_carry_leaves_the_feed_readable(client, uplo
     character replaced by U+FFFD."""
     outcome, _ = post_upload(client, battle(uploader="x\ufffe"), environ_base={"REMOTE_ADDR": "10.9.9.9"})
     assert outcome.kind is Kind.ACCEPTED
+    vouch_for_local_uploads(client.application.config["RUMBLE"]["DB"], "x\ufffe@10.9.9.0/24")
     body = b"version=1&game=roborumble&name=sample.Corners_1.0&dummy=NA\n"
     answer = client.post("/RemoveOldParticipant", data=body, environ_base={"REMOTE_ADDR": "10.9.9.9"})
     assert answer.get_data(as_text=True) == "OK. sample.Corners 1.0 retired from roborumble\n"
