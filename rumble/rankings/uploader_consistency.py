@@ -36,9 +36,15 @@ flags the honest nor hides the dishonest:
 The uploader's p is the smaller of the two, doubled (Bonferroni over the two tests), then
 Holm-corrected over the uploaders tested (Holm 1979, "A simple sequentially rejective multiple
 test procedure", Scand. J. Statist. 6: 65–70). An uploader is flagged when that corrected p is
-below ``ALPHA``. The flagged are then left out of the consensus and of the reference and everyone
-is tested again, until no new uploader is flagged: a forger must not drag the consensus the honest
-are measured against (fishtest drops such workers the same way).
+below ``ALPHA``. The most significant flagged uploader is then left out of the consensus and of
+the reference and everyone is tested again, one at a time, until no new uploader is flagged: a
+forger must not drag the consensus the honest are measured against (fishtest drops such workers the
+same way), and taken out together with them, the honest it dragged it from would go too.
+
+**Small uploaders.** Those with fewer than ``MIN_BATTLES`` battles on shared pairings are tested
+together as one more uploader (the row ``POOL``): a forgery split over many small names is tested
+as a whole. If even the pool is too small, they are left out of the consensus: an untested
+uploader never forms the reference that judges the others.
 """
 
 from __future__ import annotations
@@ -295,8 +301,16 @@ def uploader_tests(found: Found, reference: Reference) -> tuple[float, float, fl
     return math.sqrt(q / n), p_dispersion, worst, min(1.0, len(bots) * 2.0 * normal_upper(worst)), bots
 
 
+POOL = "small uploaders, pooled"  # the verdict row of the uploaders tested together (``consistency``)
+
+
 def consistency(shares: list[Share], alpha: float = ALPHA, min_battles: int = MIN_BATTLES) -> list[Verdict]:
-    """Every uploader's verdict, flagged ones first, then by corrected p (module docstring)."""
+    """Every uploader's verdict, flagged ones first, then by corrected p (module docstring).
+
+    Uploaders with fewer than ``min_battles`` battles on shared pairings are tested together, as
+    one more uploader (the row ``POOL``; each of them says so): a forgery split over many small
+    names is still tested. Uploaders left untested (a pool too small) never count in the consensus
+    the others are measured against: they can neither move it nor frame the honest."""
     counts: dict[str, int] = defaultdict(int)
     for s in shares:
         counts[s.uploader] += 1
@@ -305,20 +319,58 @@ def consistency(shares: list[Share], alpha: float = ALPHA, min_battles: int = MI
     while True:
         scale = pooled_scale(by_pairing, excluded)
         found = {u: residuals(by_pairing, u, excluded, scale) for u in sorted(counts)}
+        small = sorted(u for u, rows in found.items() if sum(r.battles for r in rows) < min_battles)
+        pooled = sum(r.battles for u in small for r in found[u]) >= min_battles and len(small) > 1
+        if not pooled and not set(small) <= excluded:  # untested: out of the consensus, and tested again without them
+            excluded = excluded | frozenset(small)
+            continue
+        units = {u: found[u] for u in sorted(counts) if u not in small}
+        members = {u: [u] for u in units}
+        if pooled:
+            units[POOL] = [r for u in small for r in found[u]]
+            members[POOL] = small
         pool = Reference()
-        for u, rows in found.items():
-            if u not in excluded:
+        for unit, rows in units.items():
+            if not set(members[unit]) <= excluded:
                 pool.add(rows)
-        verdicts = [_verdict(u, counts[u], found[u], pool, u not in excluded, min_battles) for u in sorted(counts)]
+        verdicts = [
+            _verdict(
+                unit,
+                sum(counts[u] for u in members[unit]),
+                rows,
+                pool,
+                not set(members[unit]) <= excluded,
+                min_battles,
+            )
+            for unit, rows in units.items()
+        ]
         tested = [v for v in verdicts if v.p_raw is not None]
         for v, p in zip(tested, holm([v.p_raw for v in tested if v.p_raw is not None])):
             v.p, v.flagged = p, p < alpha
-        flagged = frozenset(v.uploader for v in verdicts if v.flagged)
-        if flagged <= excluded:
+        # The most significant newly flagged one leaves the consensus, then everyone is tested again:
+        # flagged together, a forger and the honest it dragged the consensus away from would both go.
+        newly = [v for v in verdicts if v.flagged and not set(members[v.uploader]) <= excluded]
+        if not newly:
             break
-        excluded = excluded | flagged
+        worst = min(newly, key=lambda v: (v.p_raw if v.p_raw is not None else 1.0, v.uploader))
+        excluded = excluded | frozenset(members[worst.uploader])
+    pool_verdict = next((v for v in verdicts if v.uploader == POOL), None)
     for v in verdicts:
         v.reason = _reason(v, alpha, min_battles)
+    if pool_verdict is not None:
+        pool_verdict.reason = (
+            f"{len(small)} uploaders with fewer than {min_battles} battles each, tested together: "
+            + (pool_verdict.reason)
+        )
+    for u in small:  # each small uploader's own row says how it was tested
+        v = Verdict(u, counts[u], pairings_shared=len(found[u]))
+        v.reason = (
+            f"tested pooled with the {len(small) - 1} other uploaders of fewer than {min_battles} battles "
+            f"(the row '{POOL}'): " + ("the pool is flagged" if pool_verdict.flagged else "the pool is consistent")
+            if pool_verdict is not None
+            else f"not tested: fewer than {min_battles} battles on pairings other uploaders also played"
+        )
+        verdicts.append(v)
     verdicts.sort(key=lambda v: (not v.flagged, v.p if v.p is not None else 2.0, v.uploader))
     return verdicts
 

@@ -139,3 +139,50 @@ def test_uploaders_that_agree_exactly_are_consistent_not_a_crash():
     assert set(verdicts) == {"alice", "bob"}
     assert [v.flagged for v in verdicts.values()] == [False, False]
     assert all(v.p is None or v.p >= 0.01 for v in verdicts.values())
+
+
+def _spread_forgery(seed: int, forgers: int, per_forger: int) -> list[Share]:
+    """A target with two honest uploaders (3 battles each on each of its 60 pairings) and
+    ``forgers`` names of ``per_forger`` battles each that report the target at 85 %."""
+    import random
+
+    rng = random.Random(seed)
+    target = "t.Target 1.0"
+    opponents = [f"o.Opp{i:02d} 1.0" for i in range(60)]
+    truth = {o: rng.uniform(20.0, 80.0) for o in opponents}  # the target's true share against each
+    shares = []
+    for honest in ("honest1", "honest2"):
+        for o in opponents:
+            for _ in range(3):
+                x = min(100.0, max(0.0, rng.gauss(truth[o], 8.0)))
+                shares.append(Share(honest, o, target, 100.0 - x) if o < target else Share(honest, target, o, x))
+    for k in range(forgers):
+        for o in rng.sample(opponents, per_forger):
+            shares.append(Share(f"forger{k}", o, target, 15.0) if o < target else Share(f"forger{k}", target, o, 85.0))
+    return shares
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_forgery_split_over_small_names_is_tested_pooled_and_never_flags_the_honest(seed):
+    """Eight names of 15 battles each (each below the 20-battle minimum): tested together, the pool
+    is flagged; the honest uploaders, measured without the flagged pool, are not."""
+    verdicts = {v.uploader: v for v in uc.consistency(_spread_forgery(seed, 8, 15))}
+    assert verdicts[uc.POOL].flagged and verdicts[uc.POOL].battles == 120
+    assert verdicts[uc.POOL].reason.startswith("8 uploaders with fewer than 20 battles each, tested together: flagged")
+    assert [verdicts[h].flagged for h in ("honest1", "honest2")] == [False, False]
+    assert verdicts["forger0"].reason == (
+        "tested pooled with the 7 other uploaders of fewer than 20 battles (the row 'small uploaders, pooled'): "
+        "the pool is flagged"
+    )
+
+
+def test_a_lone_small_uploader_is_untested_and_left_out_of_the_consensus():
+    """One forger of 15 battles: too few to test, so it cannot count in the consensus either."""
+    verdicts = {v.uploader: v for v in uc.consistency(_spread_forgery(4, 1, 15))}
+    assert uc.POOL not in verdicts
+    assert (verdicts["forger0"].tested, verdicts["forger0"].flagged) == (False, False)
+    assert [verdicts[h].flagged for h in ("honest1", "honest2")] == [False, False]
+    # its residuals did not move the honest uploaders' consensus: each honest one is measured
+    # against the other alone, as if the forger had not uploaded at all
+    alone = {v.uploader: v for v in uc.consistency([s for s in _spread_forgery(4, 1, 15) if s.uploader != "forger0"])}
+    assert verdicts["honest1"].p_raw == pytest.approx(alone["honest1"].p_raw)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 
 import numpy as np
-from conftest import battle, maintainer_token, post_upload, vouch_for_local_uploads
+from conftest import battle, maintainer_token, post_upload
 
 from rumble import fields
 from rumble.protocol.replies import Kind
@@ -156,7 +156,9 @@ def test_many_addresses_are_bounded_per_rumble_and_an_established_newcomer_still
         if n < 55:
             assert outcome.kind is Kind.ACCEPTED
         else:
-            assert answer == f"OK. ERROR: roborumble is full: 30 participants, at most 30; sybil.S{k} 1.0 is not added\n"
+            assert (
+                answer == f"OK. ERROR: roborumble is full: 30 participants, at most 30; sybil.S{k} 1.0 is not added\n"
+            )
     # The operator's own client (vouched for by the app fixture: Jane Doe from the test client's address).
     outcome, answer = post_upload(client, battle(first="operator.Newcomer 1.0", second="sybil.S1 1.0"))
     assert outcome.kind is Kind.ACCEPTED
