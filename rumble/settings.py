@@ -122,6 +122,12 @@ SETTINGS = (
         int,
     ),
     Setting(
+        "STRANGER_BATTLES_PER_BOT_PER_DAY",
+        20,
+        "Battles of one bot a day that count from one uploader that is not established, once some uploader is vouched for; more are held for review (0: no bound).",
+        int,
+    ),
+    Setting(
         "MAX_PARTICIPANTS",
         3000,
         "Participants (active or retired) a rumble may hold; an upload adding one more is refused, unless it comes from an established uploader.",

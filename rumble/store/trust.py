@@ -43,6 +43,35 @@ def standing_of(db: Store, rumble_id: int, party: str) -> tuple[bool, str]:
     return found["established"], found["why"]
 
 
+def any_vouched(db: Store) -> bool:
+    """Whether a maintainer vouched for any party (a ladder with an established uploader)."""
+    return db.execute("SELECT 1 FROM uploader_vouches WHERE standing = 'vouched' LIMIT 1").fetchone() is not None
+
+
+def stranger_battles(db: Store, rumble_id: int, bot: int, party: str, day: str) -> int:
+    """The battles of ``bot`` from ``party`` counted on ``day`` (one seek)."""
+    row = db.execute(
+        "SELECT battles FROM stranger_battles WHERE rumble_id = ? AND bot_id = ? AND party = ? AND day = ?",
+        (rumble_id, bot, party, day),
+    ).fetchone()
+    return row[0] if row else 0
+
+
+def add_stranger_battle(db: Store, rumble_id: int, bots: tuple[int, int], party: str, day: str) -> None:
+    """Count one battle of both ``bots`` from ``party`` on ``day``, dropping earlier days' counts of
+    those bots (caller's write transaction)."""
+    for bot in set(bots):
+        db.execute(
+            "DELETE FROM stranger_battles WHERE rumble_id = ? AND bot_id = ? AND party = ? AND day < ?",
+            (rumble_id, bot, party, day),
+        )
+        db.execute(
+            "INSERT INTO stranger_battles (rumble_id, bot_id, party, day, battles) VALUES (?, ?, ?, ?, 1) "
+            "ON CONFLICT (rumble_id, bot_id, party, day) DO UPDATE SET battles = battles + 1",
+            (rumble_id, bot, party, day),
+        )
+
+
 def put_standings(db: Store, rumble_id: int, rows: list[dict], computed_at: str) -> None:
     """Replace the rumble's standings with ``rows`` (``Standing.as_dict`` plus ``party``; caller's transaction)."""
     db.execute("DELETE FROM uploader_standings WHERE rumble_id = ?", (rumble_id,))

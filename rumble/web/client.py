@@ -23,7 +23,7 @@ from werkzeug.exceptions import InternalServerError, MethodNotAllowed
 from werkzeug.wrappers import Response as PlainResponse
 from werkzeug.wsgi import ClosingIterator, get_content_length, get_input_stream
 
-from rumble import fields, growth, ingest, overrides, plausibility, store
+from rumble import fields, growth, ingest, overrides, plausibility, store, strangers
 from rumble.battle import Battle
 from rumble.clock import Clock
 from rumble.main_loop import current_loop
@@ -187,6 +187,7 @@ UPLOAD_SETTINGS = (
     "NEW_BOTS_PER_HOUR",
     "NEW_BOTS_PER_HOUR_PER_RUMBLE",
     "MAX_PARTICIPANTS",
+    "STRANGER_BATTLES_PER_BOT_PER_DAY",
     "PRIORITY_BATCH",
     "PRIORITY_MIN_BATTLES",
     "PRIORITY_HOLD_MINUTES",
@@ -286,7 +287,15 @@ def _store(
     )
     if too_many is not None:  # nothing of it written: not the battle, not a bot's row
         return _refused(too_many)
+    day = store.format_time(now)[:10]
+    stranger = strangers.decide(
+        db, known_rumble_id(db, battle.game), battle, day, settings["STRANGER_BATTLES_PER_BOT_PER_DAY"]
+    )
+    if stranger.held is not None and suspicion is None:  # over the bound: logged, held for review
+        battle, suspicion = replace(battle, state="flagged"), stranger.held
     applied = ingest.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
+    if applied.stored and battle.state == "ok":
+        strangers.count(db, known_rumble_id(db, battle.game), battle, stranger, day)
     pair = None
     if applied.battle_id is not None and suspicion is not None:
         battle_states.record_flag_reason(db, applied.battle_id, suspicion, battle.received_at)

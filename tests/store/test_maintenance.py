@@ -24,6 +24,14 @@ BOTS = [f"pkg{i % 3}.Bot{i} 1.{i}" for i in range(10)]
 ROUNDS = load_rumbles()["roborumble"].rounds
 
 
+@pytest.fixture(autouse=True)
+def operator_clients(app):
+    """The local clients of these tests are the operator's own, vouched for: they may retire bots,
+    and none of their battles is held as a stranger's (rumble/strangers.py)."""
+    for name in ("Joe", "Jane", "Mallory"):
+        vouch_for_local_uploads(app.config["RUMBLE"]["DB"], f"{name}@127.0.0.0/24")
+
+
 def _season(upload, rng: random.Random, uploads: int, start_ms: int, uploader: str = "Jane") -> None:
     for n in range(uploads):
         a, b = rng.sample(BOTS, 2)
@@ -82,8 +90,6 @@ class Meanwhile:
 
     def __init__(self, client, upload, rng: random.Random):
         self.client, self.upload, self.rng = client, upload, rng
-        for name in ("Joe", "Jane", "Mallory"):  # the local clients that retire bots in these tests
-            vouch_for_local_uploads(client.application.config["RUMBLE"]["DB"], f"{name}@127.0.0.0/24")
         self.calls = 0
         self.now = now_ms() - 100_000
 

@@ -126,7 +126,11 @@ def test_one_accepted_upload_does_not_make_a_stranger_established(app, client, l
         "not yet",
     )
     api = client.get("/api/v1/rumbles/roborumble/uploaders").json["standings"]
-    assert [(r["uploader"], r["established"]) for r in api] == [("Jane Doe", True), ("Mallory", False)]
+    assert [(r["uploader"], r["network"], r["established"]) for r in api] == [
+        ("Jane Doe", "10.1.1.0/24", True),
+        ("Jane Doe", "127.0.0.0/24", True),  # the test app's operator vouched for its local client
+        ("Mallory", "10.66.6.0/24", False),
+    ]
 
 
 def test_the_same_name_from_another_network_is_another_uploader(app, client, ladder):
@@ -152,6 +156,7 @@ def test_an_uploader_earns_trust_by_agreeing_with_the_vouched_one(app, client, c
     """Jane (vouched) and Bob upload the same 25 pairings, 4 battles each, from the same kind of
     battles: the batch computation finds Bob agreeing (100 battles on 25 shared pairings), and Bob's
     address may then retire a bot. Before that computation, Bob is refused."""
+    app.config["RUMBLE"]["STRANGER_BATTLES_PER_BOT_PER_DAY"] = 0  # no bound here: tested on its own below
     rng = random.Random(4)
     bots = [f"trust.Bot{i} 1.0" for i in range(8)]
     pairs = [(a, b) for i, a in enumerate(bots) for b in bots[i + 1 :]][:25]
@@ -167,7 +172,7 @@ def test_an_uploader_earns_trust_by_agreeing_with_the_vouched_one(app, client, c
                 assert _upload_from(client, addr, uploader=who, time_ms=when, **sent).kind is Kind.ACCEPTED
     assert _remove(client, "10.2.2.2").startswith("OK. ERROR: uploader Bob@10.2.2.0/24 is not established")
     db = store.connect(app.config["RUMBLE"]["DB"])
-    assert jobs.refresh_standings(db) == {"roborumble": 2}
+    assert jobs.refresh_standings(db) == {"roborumble": 3}  # Bob, Jane Doe, and the test app's local client
     db.close()
     assert _remove(client, "10.2.2.2") == "OK. sample.Walls 0.9b retired from roborumble\n"
     assert _logged(app) == [("10.2.2.2", "sample.Walls_0.9b", "retired")]
@@ -288,3 +293,31 @@ def test_the_public_source_shows_the_network_not_the_address(source, shown):
     from rumble.web.page_data import public_source
 
     assert public_source(source) == shown
+
+
+def test_a_stranger_moves_a_bot_by_a_bounded_number_of_battles_a_day(app, client, clock, ladder):
+    """A forger not established uploads 30 battles of Walls against 30 new opponents: the first 20
+    count, the other 10 are held for review with the reason; the next day 20 count again. The
+    vouched uploader's battles are never held."""
+    app.config["RUMBLE"]["STRANGER_BATTLES_PER_BOT_PER_DAY"] = 20
+    kinds = []
+    for k in range(30):
+        body = battle(first="sample.Walls 0.9b", second=f"victim.V{k} 1.0", uploader="Forger")
+        outcome, answer = post_upload(client, body, environ_base={"REMOTE_ADDR": "10.77.0.1"})
+        kinds.append(outcome.kind)
+    assert kinds == [Kind.ACCEPTED] * 20 + [Kind.HELD] * 10
+    assert answer.splitlines()[-1].startswith("OK. ")  # held is still acknowledged: the client drops it
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    reasons = [r for (r,) in db.execute("SELECT reason FROM battle_flags ORDER BY battle_id")]
+    states = dict(db.execute("SELECT state, count(*) FROM battles WHERE uploader = 'Forger' GROUP BY state"))
+    db.close()
+    assert states == {"ok": 20, "flagged": 10}
+    assert set(reasons) == {
+        "held for review: 20 battles of sample.Walls 0.9b from Forger@10.77.0.0/24, an uploader not established, "
+        "already count today (at most 20 a bot and day)"
+    }
+    for k in range(25):  # the vouched uploader, from its own network: none held
+        assert _upload_from(client, TRUSTED, first="sample.Walls 0.9b", second=f"victim.V{k} 1.0").kind is Kind.ACCEPTED
+    clock.advance(days=1)
+    sent = dict(first="sample.Walls 0.9b", second="victim.V0 1.0", uploader="Forger")
+    assert _upload_from(client, "10.77.0.1", **sent).kind is Kind.ACCEPTED
