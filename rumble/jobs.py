@@ -25,12 +25,12 @@ from typing import IO, Any
 
 import numpy as np
 
-from rumble import exports, melee, store
+from rumble import exports, maintenance_jobs, melee, store
 from rumble.rankings import uploader_trust
 from rumble.rankings.batch import METHODS, PAIRING_METHODS, WIN_RATE_METHODS
 from rumble.rankings.pairwise import Ranking, present, ranks_from_scores
-from rumble.rankings.uploader_consistency import Share
-from rumble.store import batch_runs, trust, uploader_battles
+from rumble.rankings.uploader_consistency import POOL, Share, consistency
+from rumble.store import batch_runs, battle_states, maintainers, trust, uploader_battles
 from rumble.store.export import log_version
 from rumble.store.rumbles import rumble_id, rumble_rows
 
@@ -176,6 +176,10 @@ def scheduled_run(settings: dict[str, Any]) -> list[Report]:
         except Exception:  # removals then go on by the standings computed before
             log.exception("computing the uploaders' standings failed")
         try:
+            hold_flagged(db, settings["PRIORITY_MIN_BATTLES"])
+        except Exception:  # the flags stay on /RumbleStats and /admin for a maintainer to act on
+            log.exception("holding the flagged uploaders' battles failed")
+        try:
             refresh_exports(db, settings)
         except Exception:  # the snapshots are written on request instead
             log.exception("refreshing the export snapshots failed")
@@ -218,6 +222,51 @@ def refresh_standings(db: store.Store, games: list[str] | None = None) -> dict[s
             trust.put_standings(db, rid, rows, store.utc_now())
         established[game] = sum(1 for row in rows if row["established"])
     return established
+
+
+AUTO_HOLD = "consistency test"  # who the audit log names for battles held automatically
+
+
+def hold_flagged(db: store.Store, min_battles: int, games: list[str] | None = None) -> dict[str, dict[str, int]]:
+    """Hold for review the accepted battles of every uploader the consistency test flags in a rumble
+    (rumble.rankings.uploader_consistency; the pooled small uploaders' each, when their pool is
+    flagged): a flag action as a maintainer's, recomputed aside and audited, which a maintainer
+    releases (unflag) or rolls back from /admin. An uploader with a party a maintainer vouched for,
+    or whose battles a maintainer once released by name, is left to the maintainers. Battles held
+    per rumble and uploader."""
+    with store.read(db):
+        said = trust.words(db)
+        released = maintainers.released_uploaders(db)
+        names = [row["name"] for row in rumble_rows(db) if row["battles"]] if games is None else games
+    spared = released | {w["party"].rpartition("@")[0] for w in said if w["standing"] == "vouched"}
+    held: dict[str, dict[str, int]] = {}
+    for game in names:
+        rid = rumble_id(db, game)
+        if rid is None:
+            continue
+        with store.read(db):
+            shares = [Share(u, a, b, pa) for u, a, b, pa, _ in uploader_battles.battle_shares(db, rid)]
+        verdicts = consistency(shares)
+        pool = next((v for v in verdicts if v.uploader == POOL), None)
+        flagged = {v.uploader: v.reason for v in verdicts if v.flagged and v.uploader != POOL}
+        if pool is not None and pool.flagged:
+            flagged |= {v.uploader: pool.reason for v in verdicts if v.pooled}
+        for uploader, reason in sorted(flagged.items()):
+            if uploader in spared:
+                continue
+            details = {"reason": reason, "by": "the scheduled consistency test"}
+            outcome = maintenance_jobs.change_battles(
+                db,
+                "flag",
+                battle_states.BattleFilter(game=game, uploader=uploader),
+                maintenance_jobs.newest_battle(db),
+                min_battles,
+                AUTO_HOLD,
+                details,
+            )
+            held.setdefault(game, {})[uploader] = outcome.battles
+            log.warning("held %d battles of %s in %s for review: %s", outcome.battles, uploader, game, reason)
+    return held
 
 
 def refresh_exports(db: store.Store, settings: dict[str, Any]) -> list[str]:

@@ -95,6 +95,7 @@ class Verdict:
     flagged: bool = False
     reason: str = ""
     top_bots: list[dict] = field(default_factory=list)
+    pooled: bool = False  # tested with the other small uploaders, in the row ``POOL``
 
     def as_dict(self) -> dict:
         """The fields the API and the pages show."""
@@ -113,6 +114,7 @@ class Verdict:
             "flagged": self.flagged,
             "reason": self.reason,
             "top_bots": self.top_bots,
+            "pooled": self.pooled,
         }
 
 
@@ -363,7 +365,7 @@ def consistency(shares: list[Share], alpha: float = ALPHA, min_battles: int = MI
             + (pool_verdict.reason)
         )
     for u in small:  # each small uploader's own row says how it was tested
-        v = Verdict(u, counts[u], pairings_shared=len(found[u]))
+        v = Verdict(u, counts[u], pairings_shared=len(found[u]), pooled=pool_verdict is not None)
         v.reason = (
             f"tested pooled with the {len(small) - 1} other uploaders of fewer than {min_battles} battles "
             f"(the row '{POOL}'): " + ("the pool is flagged" if pool_verdict.flagged else "the pool is consistent")

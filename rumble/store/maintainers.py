@@ -75,6 +75,15 @@ def audit(db: Store, who: str, action: str, details: dict, battles: int, now: st
     )
 
 
+def released_uploaders(db: Store) -> set[str]:
+    """Uploaders whose battles a maintainer unflagged by name (audit entries ``unflag`` whose criteria
+    name an uploader): the consistency test's automatic hold leaves them to the maintainer."""
+    rows = db.execute(
+        "SELECT DISTINCT json_extract(details, '$.criteria.uploader') FROM audit_log WHERE action = 'unflag'"
+    ).fetchall()
+    return {name for (name,) in rows if name is not None}
+
+
 def audit_rows(db: Store, limit: int = 200) -> list[dict]:
     """The newest ``limit`` audit entries, newest first, details decoded."""
     rows = db.execute(

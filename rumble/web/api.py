@@ -125,7 +125,8 @@ ENDPOINTS = [
         "fields": "game, alpha, standings: [{uploader, network, established, how (vouched, earned, revoked, not yet, "
         "disagrees), battles_shared, pairings_shared, p, why, computed_at}], "
         f"{PAGE_FIELDS}: [{{uploader, battles, pairings_shared, tested, z, p, p_raw, rms_z, "
-        "p_dispersion, bias_z, p_bias, flagged, reason, top_bots: [{bot, battles, mean_residual, t}]}]",
+        "p_dispersion, bias_z, p_bias, flagged, reason, top_bots: [{bot, battles, mean_residual, t}], pooled (tested "
+        "with the other uploaders of fewer than 20 battles, in the row 'small uploaders, pooled')}]",
     },
     {
         "rule": "/api/v1/stats",

@@ -8,14 +8,17 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import battle, post_upload, vouch_for_local_uploads
+from admin_jobs import post_and_wait
+from conftest import audit_rows, battle, post_upload, vouch_for_local_uploads
 from conftest import maintainer_token as _token
 
-from rumble import ingest, store
+from rumble import ingest, jobs, store
 from rumble.protocol.replies import Kind
+from rumble.rebuild import rebuild_rumble
 from rumble.store import bots, history, priority_queue
 from rumble.store.confirmation_queue import pop_for_uploader
 from rumble.store.rumbles import rumble_id
+from rumble.store.tables import snapshot
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 BOTS = [f"p.Bot{i} 1.0" for i in range(5)]
@@ -62,6 +65,48 @@ def test_api_lists_every_uploader_and_flags_the_cheat(client, upload, clock):
     assert cheat["reason"].startswith(f"flagged: {BOTS[0]} scores +")
     assert all(row["tested"] and row["p"] >= 0.01 for u, row in rows.items() if u != "cheat")
     assert set(cheat) >= {"uploader", "battles", "pairings_shared", "z", "p", "flagged", "reason", "top_bots"}
+
+
+def _states(app) -> dict[str, dict[str, int]]:
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    rows = db.execute("SELECT uploader, state, count(*) FROM battles GROUP BY uploader, state").fetchall()
+    db.close()
+    found: dict[str, dict[str, int]] = {}
+    for uploader, state, n in rows:
+        found.setdefault(uploader, {})[state] = n
+    return found
+
+
+def test_the_scheduled_run_holds_a_flagged_uploaders_battles_until_a_maintainer_releases_them(
+    app, client, upload, clock
+):
+    """The batch run's consistency test flags the cheat: its battles are held for review (state
+    flagged, audited as the consistency test's), the tables equal a rebuild without them; once a
+    maintainer released them (unflag), the next run leaves them alone."""
+    _rumble_with_a_cheat(upload, clock)
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    assert jobs.hold_flagged(db, 3) == {"roborumble": {"cheat": 40}}
+    online = snapshot(db)
+    db.conn.execute("BEGIN IMMEDIATE")
+    rebuild_rumble(db, "roborumble", 35, 3)
+    assert snapshot(db) == online
+    db.conn.execute("ROLLBACK")
+    db.close()
+    assert _states(app) == {
+        "honest1": {"ok": 40},
+        "honest2": {"ok": 40},
+        "honest3": {"ok": 40},
+        "cheat": {"flagged": 40},
+    }
+    (entry,) = [row for row in audit_rows(app) if row["action"] == "flag"]
+    assert entry["who"] == jobs.AUTO_HOLD and entry["battles"] == 40
+    assert entry["details"]["reason"].startswith(f"flagged: {BOTS[0]} scores +")
+    answer, job = post_and_wait(client, "/admin/unflag", _auth(app), json={"uploader": "cheat"})
+    assert job["result"]["battles"] == 40
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    assert jobs.hold_flagged(db, 3) == {}  # released by a maintainer: left to the maintainers
+    db.close()
+    assert _states(app)["cheat"] == {"ok": 40}
 
 
 def test_rumble_stats_shows_the_uploader_table(client, upload, clock):
