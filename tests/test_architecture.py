@@ -139,6 +139,15 @@ def test_rumble_modules_are_imported_under_their_own_names():
     assert aliased == []
 
 
+def test_the_layers_below_the_web_import_no_web_module():
+    """The upload's logic lives in rumble.ingest; the writer process (rumble.store.single_writer) runs
+    it without the web layer, and no layer below the web reaches up into it."""
+    _, found = _imports()
+    below = ("rumble.store", "rumble.ingest", "rumble.rankings", "rumble.ratings", "rumble.protocol")
+    upward = [(a, b) for a, b, _ in found if a.startswith(below) and b.startswith("rumble.web")]
+    assert upward == []
+
+
 def test_the_command_line_does_not_import_the_web_layer():
     _, found = _imports()
     cli = ("rumble.cli", "rumble.cli_admin", "rumble.cli_support")

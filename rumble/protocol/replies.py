@@ -42,7 +42,7 @@ def accepted(first: str, second: str, game: str, counts: tuple[int, int], priori
 
 
 def held(first: str, second: str, game: str, counts: tuple[int, int], reason: str) -> str:
-    """The answer to a stored upload held for review (rumble/plausibility.py): the client is done
+    """The answer to a stored upload held for review (rumble/ingest/plausibility.py): the client is done
     with it (``OK``), and told why it does not count yet."""
     return (
         counts_line(*counts)
@@ -72,7 +72,7 @@ class Kind(StrEnum):
 
     ACCEPTED = "accepted"  # stored and counted
     DUPLICATE = "duplicate"  # a repeat of a stored result: acknowledged, not counted again
-    HELD = "held"  # stored, held for review (rumble/plausibility.py), not counted yet
+    HELD = "held"  # stored, held for review (rumble/ingest/plausibility.py), not counted yet
     REFUSED = "refused"  # refused for good: the client drops it
     ERROR = "error"  # the server failed (a 500): the client sends it again later
 

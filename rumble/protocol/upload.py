@@ -36,7 +36,7 @@ FIELDS = (
 MAX_USER_LENGTH = 50
 MAX_ROUNDS = 10_000
 # A Robocode robot rarely scores 300 points in a round; a team of five, 2000 at most. Anything
-# above this per round is not a real battle (the per-rumble plausibility checks are in rumble/plausibility.py).
+# above this per round is not a real battle (the per-rumble plausibility checks are in rumble/ingest/plausibility.py).
 MAX_SCORE_PER_ROUND = 5_000
 MAX_DIGITS = 15  # keeps every number far inside SQLite's 64-bit integers
 

@@ -11,10 +11,9 @@ there why); ``/RatingsFile`` and ``/RemoveOldParticipant`` are Flask views.
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
@@ -23,17 +22,16 @@ from werkzeug.exceptions import InternalServerError, MethodNotAllowed
 from werkzeug.wrappers import Response as PlainResponse
 from werkzeug.wsgi import ClosingIterator, get_content_length, get_input_stream
 
-from rumble import fields, growth, ingest, overrides, plausibility, store, strangers
-from rumble.battle import Battle
+from rumble import ingest, store
 from rumble.clock import Clock
+from rumble.ingest import decide
 from rumble.main_loop import current_loop
 from rumble.protocol import ProtocolError, replies
-from rumble.protocol.games import RumbleSettings
 from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.replies import Kind, UploadOutcome
-from rumble.protocol.upload import Policy, check_upload, decode_body, parse_upload, split_fields
+from rumble.protocol.upload import decode_body, split_fields
 from rumble.rankings import uploader_trust
-from rumble.store import Store, battle_log, battle_states, bots, melee_battles, removals, tables, trust
+from rumble.store import Store, battle_log, bots, removals, tables, trust
 from rumble.store.group_commit import run_in_group
 from rumble.store.rumbles import known_rumble_id, rumble_id
 from rumble.web import get_db, now, refusal_counter, thread_db
@@ -43,7 +41,6 @@ from rumble.web.upload_counter import Counts, counts_for, flush_quietly, upload_
 
 log = logging.getLogger(__name__)
 bp = Blueprint("client", __name__)
-_rng = random.Random()
 UPLOAD_PATH = "/UploadedResults"
 ALLOWED = "OPTIONS, POST"  # its methods, as the Allow header lists them
 
@@ -147,19 +144,19 @@ def _receive(environ: dict, db: Store, moment: datetime, settings: dict, extensi
     limit = settings["MAX_UPLOAD_BYTES"]
     length = get_content_length(environ)  # None for a chunked body; werkzeug's reading, as a Request's
     if (length or 0) > limit:
-        return _refused(f"upload of {length} bytes is larger than {limit}")
+        return decide.refused(f"upload of {length} bytes is larger than {limit}")
     try:
         body = get_input_stream(environ).read(limit + 1)
     except MalformedBody as error:  # a broken chunked body: refused in the protocol's form, counted as refused
-        return _refused(error.description)
+        return decide.refused(error.description)
     if len(body) > limit:
-        return _refused(f"upload is larger than {limit} bytes")
+        return decide.refused(f"upload is larger than {limit} bytes")
     if length is not None and len(body) < length:  # the sender stopped early
-        return _refused(f"upload body ends after {len(body)} of its {length} bytes")
+        return decide.refused(f"upload body ends after {len(body)} of its {length} bytes")
     try:  # the rumble it is for; a body that is not ``k=v&..`` at all is refused here at once
         game = split_fields(decode_body(body)).get("game", "")
     except ProtocolError as error:
-        return _refused(str(error))
+        return decide.refused(str(error))
     rumble = extensions["rumble.rumbles"].get(game)
     received = int(moment.timestamp() * 1000)
     remote_addr = environ.get("REMOTE_ADDR")
@@ -168,160 +165,16 @@ def _receive(environ: dict, db: Store, moment: datetime, settings: dict, extensi
         # Parsed, checked and applied in a transaction shared with the other uploads waiting, by the
         # server's writer process (rumble.store.single_writer), which answers once it is committed.
         # Why there and not here: see ``upload_work``.
-        work = upload_work(body, rumble, settings, received, settings["CLOCK"], remote_addr)
-        return writer.run(db, work, partial(_prepare, game))
+        work = decide.upload_work(body, rumble, settings, received, settings["CLOCK"], remote_addr)
+        return writer.run(db, work, partial(decide.prepare, game))
     # Without it, this worker checks the upload before it takes the write lock, then applies it in
     # a transaction shared with the other uploads waiting for the lock (rumble.store.group_commit).
-    kept = {name: settings[name] for name in UPLOAD_SETTINGS}
-    checked = _check(body, rumble, kept, received, db)
+    kept = {name: settings[name] for name in decide.UPLOAD_SETTINGS}
+    checked = decide.check(body, rumble, kept, received, db)
     if isinstance(checked, UploadOutcome):
         return checked
-    _prepare(game, db)
-    return run_in_group(db, partial(_store, *checked, kept, settings["CLOCK"], remote_addr))
-
-
-UPLOAD_SETTINGS = (
-    "ACCEPTED_CLIENTS",
-    "MAX_BATTLE_AGE_HOURS",
-    "MAX_CLOCK_SKEW_MINUTES",
-    "NEW_BOTS_PER_HOUR",
-    "NEW_BOTS_PER_HOUR_PER_RUMBLE",
-    "MAX_PARTICIPANTS",
-    "STRANGER_BATTLES_PER_BOT_PER_DAY",
-    "PRIORITY_BATCH",
-    "PRIORITY_MIN_BATTLES",
-    "PRIORITY_HOLD_MINUTES",
-)  # what ``_check`` and ``_store`` read of the settings: sent with each upload to the writer process
-
-
-def upload_work(
-    body: bytes,
-    rumble: RumbleSettings | None,
-    settings: dict,
-    received: int,
-    moment: Clock,
-    remote_addr: str | None,
-) -> partial[UploadOutcome]:
-    """What the write transaction of one upload does, as a picklable call of the connection (for
-    the writer process, rumble.store.single_writer): check it, store it and decide its answer.
-
-    ``body`` is the upload as it came, ``rumble`` the settings of the rumble it names (None for
-    an unknown one), ``received`` when it came (ms since the epoch). The writer parses and checks
-    it, not the worker: a worker's main thread is the stage uploads queue for (README, "One writer
-    process for uploads", has the figures), and the body as it came costs half as much to send as
-    the parsed battle did (a pickle of bytes, not of dataclasses)."""
-    kept = {name: settings[name] for name in UPLOAD_SETTINGS}
-    return partial(_check_and_store, body, rumble, kept, received, moment, remote_addr)
-
-
-def _prepare(game: str, db: Store) -> None:
-    """Before the write lock: a process's first upload to a rumble reads its ratings copy (rumble.fields)."""
-    found = rumble_id(db, game)
-    if found is not None:  # (an unknown rumble's upload is refused in the transaction)
-        fields.preload(db, found)
-
-
-def _check(
-    body: bytes, rumble: RumbleSettings | None, settings: dict, received: int, db: Store
-) -> tuple[Battle, str | None, RumbleSettings] | UploadOutcome:
-    """Parse and check one upload as received at ``received`` (ms since the epoch): the battle, why
-    its figures are implausible (None if they are not) and its rumble's settings, as maintainers
-    changed them from /admin; or the refusal."""
-    stored = overrides.load(db)  # the whitelist and rumble settings maintainers set from /admin
-    try:
-        battle = parse_upload(body)
-        policy = Policy(
-            accepted_clients=stored.accepted_clients(settings["ACCEPTED_CLIENTS"]),
-            max_age_ms=int(settings["MAX_BATTLE_AGE_HOURS"] * 3_600_000),
-            max_skew_ms=int(settings["MAX_CLOCK_SKEW_MINUTES"] * 60_000),
-        )
-        rumble = stored.rumble(rumble)
-        check_upload(battle, rumble, policy, received)
-    except ProtocolError as error:
-        return _refused(str(error))
-    assert rumble is not None  # check_upload refuses an unknown rumble
-    suspicion = plausibility.suspicion(battle)  # logged but held for review: rumble/plausibility.py
-    if suspicion is not None:
-        battle = replace(battle, state="flagged")
-    return battle, suspicion, rumble
-
-
-def _check_and_store(
-    body: bytes,
-    rumble: RumbleSettings | None,
-    settings: dict,
-    received: int,
-    moment: Clock,
-    remote_addr: str | None,
-    db: Store,
-) -> UploadOutcome:
-    """``_check``, then ``_store`` what passed, in the writer's transaction (a refusal writes nothing)."""
-    checked = _check(body, rumble, settings, received, db)
-    if isinstance(checked, UploadOutcome):
-        return checked
-    return _store(*checked, settings, moment, remote_addr, db)
-
-
-def _store(
-    battle: Battle,
-    suspicion: str | None,
-    rumble: RumbleSettings,
-    settings: dict,
-    moment: Clock,
-    remote_addr: str | None,
-    db: Store,
-) -> UploadOutcome:
-    """Store one checked upload on ``db`` inside the write transaction and decide its answer (no
-    request context here: another thread's group may apply it)."""
-    # Stamped under the write lock, so receive times never go backwards along the log.
-    now = moment.now()
-    battle = ingest.with_receipt(battle, remote_addr, now)
-    hour_ago = store.format_time(now - timedelta(hours=1))
-    too_many = growth.refusal(
-        db,
-        battle,
-        hour_ago,
-        settings["NEW_BOTS_PER_HOUR"],
-        settings["MAX_PARTICIPANTS"],
-        settings["NEW_BOTS_PER_HOUR_PER_RUMBLE"],
-    )
-    if too_many is not None:  # nothing of it written: not the battle, not a bot's row
-        return _refused(too_many)
-    day = store.format_time(now)[:10]
-    stranger = strangers.decide(
-        db, known_rumble_id(db, battle.game), battle, day, settings["STRANGER_BATTLES_PER_BOT_PER_DAY"]
-    )
-    if stranger.held is not None and suspicion is None:  # over the bound: logged, held for review
-        battle, suspicion = replace(battle, state="flagged"), stranger.held
-    applied = ingest.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
-    if applied.stored and battle.state == "ok":
-        strangers.count(db, known_rumble_id(db, battle.game), battle, stranger, day)
-    pair = None
-    if applied.battle_id is not None and suspicion is not None:
-        battle_states.record_flag_reason(db, applied.battle_id, suspicion, battle.received_at)
-    # A melee battle arrives as up to 45 uploads but is one battle: one priority line for it,
-    # on the pair that opened it (rumble/priority.py, melee), not one per pair.
-    elif applied.battle_id is not None and (not rumble.melee or melee_battles.opens_battle(db, applied.battle_id)):
-        pair = ingest.next_priority_battle(
-            db,
-            battle.game,
-            settings["PRIORITY_BATCH"],
-            settings["PRIORITY_MIN_BATTLES"],
-            settings["PRIORITY_HOLD_MINUTES"],
-            _rng,
-            now,
-            battle.uploader,  # unconfirmed pairings go to another uploader first (issue 14)
-        )
-    names = (battle.game, battle.first.name, battle.second.name, applied.counts)
-    if not applied.stored:
-        return UploadOutcome(Kind.DUPLICATE, *names)
-    if suspicion is not None:
-        return UploadOutcome(Kind.HELD, *names, reason=suspicion)
-    return UploadOutcome(Kind.ACCEPTED, *names, priority=pair)
-
-
-def _refused(reason: str) -> UploadOutcome:
-    return UploadOutcome(Kind.REFUSED, reason=reason)
+    decide.prepare(game, db)
+    return run_in_group(db, partial(decide.store_checked, *checked, kept, settings["CLOCK"], remote_addr))
 
 
 @bp.route("/RatingsFile", methods=["GET"])

@@ -9,11 +9,11 @@ import pytest
 from conftest import battle, post_upload, vouch_for_local_uploads
 from werkzeug.wrappers import Response as PlainResponse
 
+from rumble.ingest import decide as decide_module
 from rumble.protocol import replies
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.upload import format_upload
 from rumble.store import single_writer
-from rumble.web import client as client_module
 
 
 def _db(app) -> sqlite3.Connection:
@@ -138,7 +138,7 @@ def through_writer(app, monkeypatch):
     upload (the writer, forked before, still can), so what it accepts or refuses the writer decided."""
     started = single_writer.start(app.config["RUMBLE"]["DB"], "NORMAL")
     recorded = app.extensions["rumble.writer"] = _Recorded(single_writer.Writer(started.path))
-    monkeypatch.setattr(client_module, "parse_upload", _not_here)
+    monkeypatch.setattr(decide_module, "parse_upload", _not_here)
     yield recorded
     recorded.writer.close()
     single_writer.stop(started)

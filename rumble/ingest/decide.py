@@ -1,0 +1,172 @@
+"""One upload, from its body to its outcome: parse and check it, store it in the write transaction
+and decide the answer (accepted, held, a repeat, or refused in the protocol's form).
+
+The upload endpoint (rumble.web.client) calls it in the worker, and the server's writer process
+(rumble.store.single_writer) runs ``upload_work``'s call in its transaction: both take the same
+path, and the writer never imports the web layer.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from datetime import timedelta
+from functools import partial
+
+from rumble import fields, ingest, overrides, store
+from rumble.battle import Battle
+from rumble.clock import Clock
+from rumble.ingest import growth, plausibility, strangers
+from rumble.protocol import ProtocolError
+from rumble.protocol.games import RumbleSettings
+from rumble.protocol.replies import Kind, UploadOutcome
+from rumble.protocol.upload import Policy, check_upload, parse_upload
+from rumble.store import Store, battle_states, melee_battles
+from rumble.store.rumbles import known_rumble_id, rumble_id
+
+_rng = random.Random()
+
+
+UPLOAD_SETTINGS = (
+    "ACCEPTED_CLIENTS",
+    "MAX_BATTLE_AGE_HOURS",
+    "MAX_CLOCK_SKEW_MINUTES",
+    "NEW_BOTS_PER_HOUR",
+    "NEW_BOTS_PER_HOUR_PER_RUMBLE",
+    "MAX_PARTICIPANTS",
+    "STRANGER_BATTLES_PER_BOT_PER_DAY",
+    "PRIORITY_BATCH",
+    "PRIORITY_MIN_BATTLES",
+    "PRIORITY_HOLD_MINUTES",
+)  # what ``check`` and ``store_checked`` read of the settings: sent with each upload to the writer process
+
+
+def upload_work(
+    body: bytes,
+    rumble: RumbleSettings | None,
+    settings: dict,
+    received: int,
+    moment: Clock,
+    remote_addr: str | None,
+) -> partial[UploadOutcome]:
+    """What the write transaction of one upload does, as a picklable call of the connection (for
+    the writer process, rumble.store.single_writer): check it, store it and decide its answer.
+
+    ``body`` is the upload as it came, ``rumble`` the settings of the rumble it names (None for
+    an unknown one), ``received`` when it came (ms since the epoch). The writer parses and checks
+    it, not the worker: a worker's main thread is the stage uploads queue for (README, "One writer
+    process for uploads", has the figures), and the body as it came costs half as much to send as
+    the parsed battle did (a pickle of bytes, not of dataclasses)."""
+    kept = {name: settings[name] for name in UPLOAD_SETTINGS}
+    return partial(check_and_store, body, rumble, kept, received, moment, remote_addr)
+
+
+def prepare(game: str, db: Store) -> None:
+    """Before the write lock: a process's first upload to a rumble reads its ratings copy (rumble.fields)."""
+    found = rumble_id(db, game)
+    if found is not None:  # (an unknown rumble's upload is refused in the transaction)
+        fields.preload(db, found)
+
+
+def check(
+    body: bytes, rumble: RumbleSettings | None, settings: dict, received: int, db: Store
+) -> tuple[Battle, str | None, RumbleSettings] | UploadOutcome:
+    """Parse and check one upload as received at ``received`` (ms since the epoch): the battle, why
+    its figures are implausible (None if they are not) and its rumble's settings, as maintainers
+    changed them from /admin; or the refusal."""
+    stored = overrides.load(db)  # the whitelist and rumble settings maintainers set from /admin
+    try:
+        battle = parse_upload(body)
+        policy = Policy(
+            accepted_clients=stored.accepted_clients(settings["ACCEPTED_CLIENTS"]),
+            max_age_ms=int(settings["MAX_BATTLE_AGE_HOURS"] * 3_600_000),
+            max_skew_ms=int(settings["MAX_CLOCK_SKEW_MINUTES"] * 60_000),
+        )
+        rumble = stored.rumble(rumble)
+        check_upload(battle, rumble, policy, received)
+    except ProtocolError as error:
+        return refused(str(error))
+    assert rumble is not None  # check_upload refuses an unknown rumble
+    suspicion = plausibility.suspicion(battle)  # logged but held for review: rumble/ingest/plausibility.py
+    if suspicion is not None:
+        battle = replace(battle, state="flagged")
+    return battle, suspicion, rumble
+
+
+def check_and_store(
+    body: bytes,
+    rumble: RumbleSettings | None,
+    settings: dict,
+    received: int,
+    moment: Clock,
+    remote_addr: str | None,
+    db: Store,
+) -> UploadOutcome:
+    """``check``, then ``store_checked`` what passed, in the writer's transaction (a refusal writes nothing)."""
+    checked = check(body, rumble, settings, received, db)
+    if isinstance(checked, UploadOutcome):
+        return checked
+    return store_checked(*checked, settings, moment, remote_addr, db)
+
+
+def store_checked(
+    battle: Battle,
+    suspicion: str | None,
+    rumble: RumbleSettings,
+    settings: dict,
+    moment: Clock,
+    remote_addr: str | None,
+    db: Store,
+) -> UploadOutcome:
+    """Store one checked upload on ``db`` inside the write transaction and decide its answer (no
+    request context here: another thread's group may apply it)."""
+    # Stamped under the write lock, so receive times never go backwards along the log.
+    now = moment.now()
+    battle = ingest.with_receipt(battle, remote_addr, now)
+    hour_ago = store.format_time(now - timedelta(hours=1))
+    too_many = growth.refusal(
+        db,
+        battle,
+        hour_ago,
+        settings["NEW_BOTS_PER_HOUR"],
+        settings["MAX_PARTICIPANTS"],
+        settings["NEW_BOTS_PER_HOUR_PER_RUMBLE"],
+    )
+    if too_many is not None:  # nothing of it written: not the battle, not a bot's row
+        return refused(too_many)
+    day = store.format_time(now)[:10]
+    stranger = strangers.decide(
+        db, known_rumble_id(db, battle.game), battle, day, settings["STRANGER_BATTLES_PER_BOT_PER_DAY"]
+    )
+    if stranger.held is not None and suspicion is None:  # over the bound: logged, held for review
+        battle, suspicion = replace(battle, state="flagged"), stranger.held
+    applied = ingest.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
+    if applied.stored and battle.state == "ok":
+        strangers.count(db, known_rumble_id(db, battle.game), battle, stranger, day)
+    pair = None
+    if applied.battle_id is not None and suspicion is not None:
+        battle_states.record_flag_reason(db, applied.battle_id, suspicion, battle.received_at)
+    # A melee battle arrives as up to 45 uploads but is one battle: one priority line for it,
+    # on the pair that opened it (rumble/priority.py, melee), not one per pair.
+    elif applied.battle_id is not None and (not rumble.melee or melee_battles.opens_battle(db, applied.battle_id)):
+        pair = ingest.next_priority_battle(
+            db,
+            battle.game,
+            settings["PRIORITY_BATCH"],
+            settings["PRIORITY_MIN_BATTLES"],
+            settings["PRIORITY_HOLD_MINUTES"],
+            _rng,
+            now,
+            battle.uploader,  # unconfirmed pairings go to another uploader first (issue 14)
+        )
+    names = (battle.game, battle.first.name, battle.second.name, applied.counts)
+    if not applied.stored:
+        return UploadOutcome(Kind.DUPLICATE, *names)
+    if suspicion is not None:
+        return UploadOutcome(Kind.HELD, *names, reason=suspicion)
+    return UploadOutcome(Kind.ACCEPTED, *names, priority=pair)
+
+
+def refused(reason: str) -> UploadOutcome:
+    """An upload refused for good: the client drops it on the answer's OK line."""
+    return UploadOutcome(Kind.REFUSED, reason=reason)
