@@ -29,7 +29,7 @@ from rumble.store import (
     priority_queue,
     rating_rows,
 )
-from rumble.store.confirmation_queue import hand_out  # issue 14: unconfirmed pairings go to another uploader first
+from rumble.store.confirmation_queue import hand_out  # unconfirmed pairings go to another uploader first
 from rumble.store.rumbles import by_survival, known_rumble_id
 
 MISSING_DRAWN = 4  # missing pairings read per pair of a batch: a wider window to draw from, and room for a melee cap

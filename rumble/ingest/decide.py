@@ -157,7 +157,7 @@ def store_checked(
             settings["PRIORITY_HOLD_MINUTES"],
             _rng,
             now,
-            battle.uploader,  # unconfirmed pairings go to another uploader first (issue 14)
+            battle.uploader,  # unconfirmed pairings go to another uploader first
         )
     names = (battle.game, battle.first.name, battle.second.name, applied.counts)
     if not applied.stored:

@@ -1,4 +1,4 @@
-"""Confirmed pairings in the priority queue (issue 14, item 2): a pairing whose accepted battles
+"""Confirmed pairings in the priority queue: a pairing whose accepted battles
 all come from one uploader is *unconfirmed*, and a waiting priority battle of such a pairing is
 handed to another uploader first.
 

@@ -293,7 +293,7 @@ def compare(game: str) -> Response:
         a,
         b,
     )
-    page["version_test"] = confidence_data.version_test_of(page)  # issue 14 item 4: A (new) against B (old)
+    page["version_test"] = confidence_data.version_test_of(page)  # A (new) against B (old)
     rows = page.pop("rows")
     return jsonify({"game": game, "order": order, **page, **_paginated(rows)})
 

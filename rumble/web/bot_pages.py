@@ -112,7 +112,7 @@ def bot_compare() -> Response | str:
         a,
         b,
     )
-    page["version_test"] = confidence_data.version_test_of(page)  # issue 14 item 4: A (new) against B (old)
+    page["version_test"] = confidence_data.version_test_of(page)  # A (new) against B (old)
     if args.get("api") == "1":
         return jsonify({"game": game, **page})
     return render_template("bot_compare.html", game=game, order=order, titles=COMPARE_TITLES, **page)

@@ -57,7 +57,7 @@ def ranking_table(db, rid: int, order: str, moment: float, melee: bool = False) 
         with_melee(rows, melee_battles.ratings_by_name(db, rid), order if melee_order else None, moment)
     for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):
         row["rank_range"], row["tied"] = [best, worst], best != worst
-    confidence_data.with_los_to_next(db, rid, rows)  # "LOS to next" (issue 14 item 3), by APS whatever the order
+    confidence_data.with_los_to_next(db, rid, rows)  # "LOS to next", by APS whatever the order
     state, banner = ties.stability([r["pairings"] for r in rows], tables.unrated_since_last_event(db, rid))
     return rows, state, banner
 

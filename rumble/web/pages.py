@@ -109,7 +109,9 @@ def alternative_rankings():
     if game not in current_app.extensions["rumble.rumbles"]:
         abort(404, description=f"There is no rumble called {game!r}.")
     page = batch_runs.alternative_rankings(get_db(), known_rumble_id(get_db(), game), tuple(BATCH_TITLES))
-    page["los_matrix"] = confidence_data.los_matrix(get_db(), known_rumble_id(get_db(), game))  # issue 14 item 3
+    page["los_matrix"] = confidence_data.los_matrix(
+        get_db(), known_rumble_id(get_db(), game)
+    )  # the pairwise LOS of the top bots
     if request.args.get("api") == "1":
         return jsonify({"game": game, **page})
     return render_template("alternative_rankings.html", game=game, titles={"aps": "APS", **BATCH_TITLES}, **page)
