@@ -42,11 +42,15 @@ def require_chromium() -> None:
     skip_unless_ci(reason)
 
 
+STARTS = 3  # tries to start chromedriver
+
+
 class Browser:
     """One Chromium with a fresh profile; ``errors()`` drains its console's SEVERE entries."""
 
     def __init__(self) -> None:
         from selenium import webdriver
+        from selenium.common.exceptions import WebDriverException
         from selenium.webdriver.chrome.service import Service
 
         self.profile = tempfile.mkdtemp(prefix="rumble-chromium-")
@@ -55,7 +59,15 @@ class Browser:
         for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={self.profile}"):
             options.add_argument(flag)
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        self.driver = webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))
+        # chromedriver listens on a port selenium picked free a moment before; a run beside this one
+        # can take it meanwhile, and chromedriver then exits at once: start it again on another.
+        for attempt in range(STARTS):
+            try:
+                self.driver = webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))
+                break
+            except WebDriverException:
+                if attempt == STARTS - 1:
+                    raise
         self.driver.set_page_load_timeout(30)
 
     def open(self, url: str) -> None:

@@ -12,7 +12,6 @@ import http.client
 import os
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+
+from .nginx_support import free_address
 
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 15
@@ -39,7 +40,7 @@ JAVA_POST_HEADERS = (
 
 @dataclass
 class LiveServer:
-    """A running ``python -m rumble serve`` (gunicorn) on 127.0.0.1 and its database file."""
+    """A running ``python -m rumble serve`` (gunicorn) on a loopback address and its database file."""
 
     url: str
     db_path: Path
@@ -107,12 +108,6 @@ def read_only(path: Path) -> Iterator[sqlite3.Connection]:
         db.close()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _server_env() -> dict[str, str]:
     """The test's environment without RUMBLE_* settings, so that only --db and the defaults apply."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("RUMBLE_")}
@@ -126,7 +121,7 @@ def live_server(directory: Path, workers: int = 2, settings: dict[str, str] | No
     name, else only the defaults apply); stop it (SIGTERM, then SIGKILL) after."""
     db_path = directory / "rumble.db"
     output_path = directory / "server.out"
-    port = free_port()
+    host, port = free_address()
     command = [
         sys.executable,
         "-m",
@@ -134,6 +129,8 @@ def live_server(directory: Path, workers: int = 2, settings: dict[str, str] | No
         "serve",
         "--db",
         str(db_path),
+        "--host",
+        host,
         "--port",
         str(port),
         "--workers",
@@ -148,7 +145,7 @@ def live_server(directory: Path, workers: int = 2, settings: dict[str, str] | No
             env={**_server_env(), **{f"RUMBLE_{name}": value for name, value in (settings or {}).items()}},
             start_new_session=True,
         )
-        server = LiveServer(f"http://127.0.0.1:{port}", db_path, process, output_path)
+        server = LiveServer(f"http://{host}:{port}", db_path, process, output_path)
         try:
             _wait_until_up(server)
             yield server

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -49,11 +50,11 @@ http {{
     keepalive_timeout 5s;
     client_max_body_size 1m;
     upstream rumble {{
-        server 127.0.0.1:{backend};
+        server {backend_host}:{backend};
         keepalive 16;
     }}
     server {{
-        listen 127.0.0.1:{port};
+        listen {host}:{port};
 {location}    }}
 }}
 """
@@ -63,22 +64,39 @@ def available() -> bool:
     return Path(NGINX).exists() or shutil.which("nginx") is not None
 
 
-def free_port() -> int:
+def free_address() -> tuple[str, int]:
+    """A loopback address of its own (127.x.y.z, x > 0) and a free port on it: a server listening
+    there meets no other run's server, and no client's ephemeral port on 127.0.0.1 (clients that
+    connect to it still come from 127.0.0.1). Two test runs side by side, or a benchmark's
+    thousands of connections beside one, then never take each other's port."""
+    pick = random.SystemRandom()
+    host = f"127.{pick.randint(1, 254)}.{pick.randint(0, 255)}.{pick.randint(1, 254)}"
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        sock.bind((host, 0))
+        return host, sock.getsockname()[1]
 
 
 @contextlib.contextmanager
-def running_nginx(directory: Path, backend_port: int) -> Iterator[str]:
-    """nginx proxying a loopback port to ``backend_port``; yields its URL; stopped (SIGQUIT, then SIGKILL) after."""
+def running_nginx(directory: Path, backend_port: int, backend_host: str = "127.0.0.1") -> Iterator[str]:
+    """nginx on a loopback address of its own proxying to ``backend_host:backend_port``; yields its
+    URL; stopped (SIGQUIT, then SIGKILL) after."""
     directory.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    host, port = free_address()
     config = directory / "nginx.conf"
     user = (
         "user root root;\n" if os.geteuid() == 0 else ""
     )  # else workers run as nobody, who cannot write the temp dirs here
-    config.write_text(CONFIG.format(user=user, dir=directory, backend=backend_port, port=port, location=PROXY_LOCATION))
+    config.write_text(
+        CONFIG.format(
+            user=user,
+            dir=directory,
+            backend_host=backend_host,
+            backend=backend_port,
+            host=host,
+            port=port,
+            location=PROXY_LOCATION,
+        )
+    )
     binary = NGINX if Path(NGINX).exists() else shutil.which("nginx")
     with open(directory / "nginx.out", "wb") as out:
         process = subprocess.Popen(
@@ -89,8 +107,8 @@ def running_nginx(directory: Path, backend_port: int) -> Iterator[str]:
             start_new_session=True,
         )
     try:
-        _wait_for_port(process, port, directory)
-        yield f"http://127.0.0.1:{port}"
+        _wait_for_port(process, host, port, directory)
+        yield f"http://{host}:{port}"
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGQUIT)  # graceful stop
@@ -101,7 +119,7 @@ def running_nginx(directory: Path, backend_port: int) -> Iterator[str]:
                 process.wait()
 
 
-def _wait_for_port(process: subprocess.Popen, port: int, directory: Path) -> None:
+def _wait_for_port(process: subprocess.Popen, host: str, port: int, directory: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -109,7 +127,7 @@ def _wait_for_port(process: subprocess.Popen, port: int, directory: Path) -> Non
                 f"nginx exited with {process.returncode}: {(directory / 'error.log').read_text(errors='replace')}"
             )
         with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
+            if sock.connect_ex((host, port)) == 0:
                 return
         time.sleep(0.05)
     raise AssertionError(f"nginx did not listen on {port} within {START_TIMEOUT_S} s")

@@ -74,7 +74,7 @@ def test_behind_nginx_with_one_trusted_proxy_the_log_records_the_client_address(
     if not available():
         skip_unless_ci("nginx is not installed (scripts/test.sh installs it)")
     with live_server(tmp_path, settings={"TRUSTED_PROXIES": "1"}) as server:
-        with running_nginx(tmp_path / "nginx", int(urlsplit(server.url).port)) as proxy:
+        with running_nginx(tmp_path / "nginx", int(urlsplit(server.url).port), urlsplit(server.url).hostname) as proxy:
             assert _upload(proxy, "a.Plain 1.0", None) == "OK. a.Plain 1.0 vs b.B 1.0 received for roborumble"
             assert _upload(proxy, "a.Forged 1.0", FORGED) == "OK. a.Forged 1.0 vs b.B 1.0 received for roborumble"
         assert _recorded(server) == {
@@ -94,7 +94,7 @@ def test_nginx_in_front_without_trusted_proxies_records_the_proxy(tmp_path):
     if not available():
         skip_unless_ci("nginx is not installed (scripts/test.sh installs it)")
     with live_server(tmp_path) as server:
-        with running_nginx(tmp_path / "nginx", int(urlsplit(server.url).port)) as proxy:
+        with running_nginx(tmp_path / "nginx", int(urlsplit(server.url).port), urlsplit(server.url).hostname) as proxy:
             assert _upload(proxy, "a.Plain 1.0", FORGED) == "OK. a.Plain 1.0 vs b.B 1.0 received for roborumble"
         assert _recorded(server) == {"a.Plain 1.0": "127.0.0.1"}
 
