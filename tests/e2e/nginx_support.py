@@ -1,7 +1,7 @@
 """Debian's nginx as the reverse proxy in front of ``rumble serve``, run as a plain foreground process
 on a loopback port with its configuration, logs and temporary files in a test's directory (no
-system service). The ``location /`` block is the README's production one (section "Behind a
-reverse proxy"), without TLS. Used by tests/e2e/test_proxy.py and scripts/hostile_mix.py --proxy.
+system service). The ``location`` blocks and the removals' rate limits are the README's production
+ones (section "Behind a reverse proxy"), without TLS. Used by tests/e2e/test_proxy.py and scripts/hostile_mix.py --proxy.
 """
 
 from __future__ import annotations
@@ -20,6 +20,27 @@ from pathlib import Path
 NGINX = "/usr/sbin/nginx"
 START_TIMEOUT_S = 10
 
+# RemoveOldParticipant: a retirement is rare (a client sends a few an iteration), and rumble answers
+# every refusal in a read snapshot, but each request still costs a worker about 0.75 ms of CPU; a
+# flood from many addresses would take that from the uploads. nginx holds it to 10 a minute per
+# address and 5 a second in all (with bursts), answering the rest 429, which the client only prints.
+REMOVAL_ZONES = """\
+    limit_req_zone $binary_remote_addr zone=rumble_removals_per_address:1m rate=10r/m;
+    limit_req_zone $server_addr zone=rumble_removals:64k rate=5r/s;
+"""
+REMOVAL_LOCATION = """\
+        location = /RemoveOldParticipant {
+            limit_req zone=rumble_removals_per_address burst=10 nodelay;
+            limit_req zone=rumble_removals burst=20 nodelay;
+            limit_req_status 429;
+            proxy_pass http://rumble;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;
+        }
+"""
 PROXY_LOCATION = """\
         location / {
             proxy_pass http://rumble;
@@ -49,7 +70,7 @@ http {{
     send_timeout 30s;
     keepalive_timeout 5s;
     client_max_body_size 1m;
-    upstream rumble {{
+{zones}    upstream rumble {{
         server {backend_host}:{backend};
         keepalive 16;
     }}
@@ -94,7 +115,8 @@ def running_nginx(directory: Path, backend_port: int, backend_host: str = "127.0
             backend=backend_port,
             host=host,
             port=port,
-            location=PROXY_LOCATION,
+            zones=REMOVAL_ZONES,
+            location=REMOVAL_LOCATION + PROXY_LOCATION,
         )
     )
     binary = NGINX if Path(NGINX).exists() else shutil.which("nginx")

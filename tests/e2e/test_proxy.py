@@ -20,7 +20,7 @@ from rumble.battle import Battle, Side
 from rumble.protocol.upload import format_upload
 
 from .e2e_support import JAVA_POST_HEADERS, live_server, read_only, skip_unless_ci
-from .nginx_support import NGINX, PROXY_LOCATION, available, running_nginx
+from .nginx_support import NGINX, PROXY_LOCATION, REMOVAL_LOCATION, REMOVAL_ZONES, available, running_nginx
 
 pytestmark = pytest.mark.e2e
 CLIENT_ADDR = "127.0.0.7"
@@ -99,6 +99,36 @@ def test_nginx_in_front_without_trusted_proxies_records_the_proxy(tmp_path):
         assert _recorded(server) == {"a.Plain 1.0": "127.0.0.1"}
 
 
+def _remove(url: str, source: str) -> int:
+    """A RemoveOldParticipant POST from ``source`` of a bot nobody uploaded; the answer's status."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10, source_address=(source, 0))
+    try:
+        conn.request("POST", "/RemoveOldParticipant", b"version=1&game=roborumble&name=no.Such_1.0&dummy=NA\n")
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
+
+
+def test_nginx_holds_a_flood_of_removals_from_many_addresses_to_its_rate_and_uploads_go_on(tmp_path):
+    """150 removals from 30 addresses as fast as they come: nginx passes at most its bursts plus its
+    rates on (answering the rest 429, which the client only prints), and an upload meanwhile is accepted."""
+    if not available():
+        skip_unless_ci("nginx is not installed (scripts/test.sh installs it)")
+    with live_server(tmp_path, settings={"TRUSTED_PROXIES": "1"}) as server:
+        url = urlsplit(server.url)
+        with running_nginx(tmp_path / "nginx", int(url.port), url.hostname) as proxy:
+            started = time.monotonic()
+            statuses = [_remove(proxy, f"127.0.0.{10 + k % 30}") for k in range(150)]
+            elapsed = time.monotonic() - started
+            assert _upload(proxy, "a.During 1.0", None) == "OK. a.During 1.0 vs b.B 1.0 received for roborumble"
+    assert set(statuses) == {200, 429}
+    # what reached rumble: at most the global burst (20) and its rate (5 a second) over the flood
+    assert statuses.count(200) <= 20 + 5 * elapsed + 1
+
+
 def _readme_nginx_site() -> str:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     return readme.split("```nginx\n", 1)[1].split("```", 1)[0]
@@ -107,7 +137,8 @@ def _readme_nginx_site() -> str:
 def test_the_readmes_nginx_site_is_the_tested_one_and_nginx_accepts_it(tmp_path):
     """The README's production site has the tested ``location /`` block, and ``nginx -t`` accepts it (TLS included)."""
     site = _readme_nginx_site()
-    assert PROXY_LOCATION.replace("        ", "    ", 1).replace("\n        ", "\n    ") in site
+    for block in (REMOVAL_ZONES, REMOVAL_LOCATION, PROXY_LOCATION):  # the test's, one level deeper
+        assert "".join(line.removeprefix("    ") + "\n" for line in block.splitlines()) in site
     if not available() or shutil.which("openssl") is None:
         skip_unless_ci("nginx or openssl is not installed")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
