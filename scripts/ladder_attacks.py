@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import multiprocessing
 import os
@@ -64,6 +65,7 @@ from rumble import settings  # noqa: E402
 from rumble.protocol.games import RumbleSettings, load_rumbles  # noqa: E402
 from rumble.protocol.names import to_key  # noqa: E402
 from rumble.protocol.upload import format_upload  # noqa: E402
+from tests.e2e.nginx_support import running_nginx  # noqa: E402  (the README's nginx site, as the proxy tests run it)
 
 GAME = bench.GAME
 RATIO_GOAL = 0.8  # uploads/s under a flood of refused removals over uploads/s alone
@@ -84,6 +86,9 @@ REFUSALS = (
 
 
 # --- requests --------------------------------------------------------------------------------
+
+
+PROXY_REFILL_S = 5.0  # the README's nginx takes 5 removals a second in all, with a burst of 20
 
 
 def post(port: int, path: str, body: bytes, source: str) -> tuple[int, str]:
@@ -262,6 +267,8 @@ def attack_one(port: int, ladder: bench.Ladder, rumble: RumbleSettings, args: ar
     )
     # The vouched-for operator: its address's newest accepted battle must be its own.
     victim = top[-1]
+    if args.proxy:  # the strangers' removals spent the proxy's burst for all removals: let it refill
+        time.sleep(PROXY_REFILL_S)
     error = upload_once(port, rumble, ladder, rng, OPERATOR_ADDRESS, OPERATOR)
     status, text = post(port, REMOVE_PATH, removal_body(victim), OPERATOR_ADDRESS)
     expected = f"OK. {names[victim]} retired from {GAME}"
@@ -584,6 +591,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--rounds", type=bench.at_least(1), default=1, help="floods of each variant, each between two runs alone"
     )
     parser.add_argument("--skip-standings", action="store_true", help="do not run `rumble admin standings` first")
+    parser.add_argument(
+        "--proxy",
+        action="store_true",
+        help="run nginx in front with the README's site (its rate limits on RemoveOldParticipant; TRUSTED_PROXIES=1)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object on the last line")
     args = parser.parse_args(argv)
     if args.strangers > 256 or args.flood_addresses > 200 * 256 or args.seconds > 600 or args.rounds > 10:
@@ -627,12 +639,20 @@ def main(argv: list[str] | None = None) -> int:
             established = cli(db, "standings", "--game", GAME).splitlines()[0]
             print(f"standings     {established} (`rumble admin standings`, {time.monotonic() - began:.1f} s)")
         port = bench.free_port()
+        if args.proxy:  # the clients' addresses as nginx forwards them (X-Forwarded-For)
+            os.environ["RUMBLE_TRUSTED_PROXIES"] = "1"
         server = bench.start_server(db, port, args.workers, log)
         print(f"server        `rumble serve`, {args.workers} workers on 127.0.0.1:{port} (output in {log})")
         rows_at_start = removal_rows(db)
         try:
-            one = attack_one(port, ladder, rumble, args, db)
-            two = attack_two(port, ladder, rumble, one["top"], args, server.pid, db)
+            with contextlib.ExitStack() as stack:
+                target = port
+                if args.proxy:
+                    url = stack.enter_context(running_nginx(run_dir / "nginx", port, listen_host="127.0.0.1"))
+                    target = int(url.rsplit(":", 1)[1])
+                    print(f"proxy         nginx on 127.0.0.1:{target} with the README's site (rate limits on removals)")
+                one = attack_one(target, ladder, rumble, args, db)
+                two = attack_two(target, ladder, rumble, one["top"], args, server.pid, db)
         finally:
             bench.stop_server(server)
         saved = saved_refusals(db)  # what the workers saved of their counts before they stopped

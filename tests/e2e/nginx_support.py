@@ -97,12 +97,20 @@ def free_address() -> tuple[str, int]:
         return host, sock.getsockname()[1]
 
 
+def free_port_on(host: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
 @contextlib.contextmanager
-def running_nginx(directory: Path, backend_port: int, backend_host: str = "127.0.0.1") -> Iterator[str]:
-    """nginx on a loopback address of its own proxying to ``backend_host:backend_port``; yields its
-    URL; stopped (SIGQUIT, then SIGKILL) after."""
+def running_nginx(
+    directory: Path, backend_port: int, backend_host: str = "127.0.0.1", listen_host: str | None = None
+) -> Iterator[str]:
+    """nginx proxying to ``backend_host:backend_port``, on ``listen_host`` (by default a loopback
+    address of its own) and a free port; yields its URL; stopped (SIGQUIT, then SIGKILL) after."""
     directory.mkdir(parents=True, exist_ok=True)
-    host, port = free_address()
+    host, port = free_address() if listen_host is None else (listen_host, free_port_on(listen_host))
     config = directory / "nginx.conf"
     user = (
         "user root root;\n" if os.geteuid() == 0 else ""
