@@ -29,10 +29,9 @@ from conftest import battle, post_upload
 from rumble import priority, store
 from rumble.app import create_app
 from rumble.battle import Battle, Side
-from rumble.ingest import apply_battle
+from rumble.ingest import apply_battle, decide
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.store import melee_battles
-from rumble.web import client as client_views
 
 OLD = [f"old.Bot{i} 1.0" for i in range(24)]
 NEW = "new.Bot 1.0"
@@ -128,7 +127,7 @@ def mean_over_seeds(tmp_path, monkeypatch, clock, extra_iterations: int = 0) -> 
     """The measures averaged over SEEDS runs, each on a fresh database, and the new bot's pairings after each."""
     totals, met = {"share": 0.0, "old_pairs": 0.0}, []
     for seed in SEEDS:
-        monkeypatch.setattr(client_views, "_rng", random.Random(seed))  # the server's draws, repeatable
+        monkeypatch.setattr(decide, "_rng", random.Random(seed))  # the server's draws, repeatable
         settings = {
             "DB": str(tmp_path / f"rumble{seed}.db"),
             "BATCH_INTERVAL_MINUTES": 0,

@@ -95,13 +95,13 @@ def test_each_outcome_is_counted_under_its_kind_and_game(app, upload, db):
 def test_a_server_fault_is_answered_500_counted_as_an_error_and_stores_nothing(app, client, db, monkeypatch, caplog):
     """An upload whose transaction raises: 500 (the client sends it again), nothing of it stored,
     counted as a server error under its class name only, and logged."""
-    from rumble.web import client as endpoints
+    from rumble.ingest import decide
     from rumble.web.upload_counter import counts_for, upload_decided
 
     def failing(*args):
         raise RuntimeError("disk on fire at /secret/path")
 
-    monkeypatch.setattr(endpoints, "_store", failing)
+    monkeypatch.setattr(decide, "store_checked", failing)
     app.testing = False  # as served: the fault is answered, not raised to the caller
     app.config["PROPAGATE_EXCEPTIONS"] = False
     decided = []
