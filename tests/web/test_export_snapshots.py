@@ -41,6 +41,15 @@ NAMES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def builds_are_waited_for(monkeypatch):
+    """A request waits for a snapshot being built up to WAIT_SECONDS (2 s), then takes the previous
+    one: on a busy machine a test's small build can take longer, and the request would get the old
+    snapshot. These tests wait as long as the build takes (the client's 10 s timeout at most); the
+    fallback to the previous snapshot is tested on its own, with a build made slow on purpose."""
+    monkeypatch.setattr(exports, "WAIT_SECONDS", 10.0)
+
+
 @pytest.fixture
 def app(tmp_path):
     """An app that writes a new snapshot on the first request after any change (max age 0)."""
@@ -160,7 +169,10 @@ def test_within_the_max_age_the_previous_snapshot_is_served_then_a_new_one_is_wr
         close_thread_db()
 
 
-def test_the_previous_snapshot_is_served_while_another_worker_writes_the_next(app, client, rumble, upload, tmp_path):
+def test_the_previous_snapshot_is_served_while_another_worker_writes_the_next(
+    app, client, rumble, upload, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(exports, "WAIT_SECONDS", 0.3)  # the other worker's build never ends here: wait briefly
     first = get(client, "battles.json")
     assert upload(battle(B, A, scores=(5000, 5000))).kind is Kind.ACCEPTED
     snapshots = exports.Snapshots.from_settings(app.config["RUMBLE"])
