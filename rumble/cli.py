@@ -69,7 +69,8 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     from rumble import fields
     from rumble.store import single_writer
 
-    writer = single_writer.start(values["DB"], values["SYNCHRONOUS"], ready=fields.preload_all)
+    # The writer process for uploads, replaced while the server runs should it end or hang.
+    writer = single_writer.Supervisor(values["DB"], values["SYNCHRONOUS"], ready=fields.preload_all)
     click.echo(f"rumble: serving http://{host}:{port}/ with {workers} workers of {threads} threads (Ctrl-C stops)")
 
     class Server(BaseApplication):
@@ -105,7 +106,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     try:
         Server().run()
     finally:
-        single_writer.stop(writer)
+        writer.stop()
 
 
 def _connection_limit(threads: int, wanted: int = 1000) -> int:
