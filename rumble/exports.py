@@ -58,7 +58,7 @@ SQLITE = "rumble.sqlite"
 NAMES = (*(f"{table}.{fmt}" for table in TABLES for fmt in FORMATS), SQLITE)
 REFRESHED_BY_JOB = ("pairings.csv", "pairings.json", "battles.csv", "battles.json", SQLITE)
 FORMAT_VERSION = 2  # part of every ETag: raise it when what a snapshot holds changes (2: CSV cells escaped)
-WAIT_SECONDS = 2.0  # how long a request waits for a snapshot being written before it takes the previous one (or a 503)
+WAIT_SECONDS = 2.0  # how long a request waits for a snapshot being written (EXPORT_WAIT_SECONDS's default) before it takes the previous one (or a 503)
 POLL_SECONDS = 0.02  # how often a waiting request looks for the snapshot being written
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's list of characters a spreadsheet may run
 STARTED, BUSY_EXPORT, BUSY_SLOTS, WRITTEN = "started", "busy export", "busy slots", "written"  # what start_build did

@@ -177,6 +177,12 @@ SETTINGS = (
         float,
     ),
     Setting(
+        "EXPORT_WAIT_SECONDS",
+        2.0,
+        "How long a request for an export waits for its snapshot being written before it is served the previous one (or, with none, a 503 with Retry-After).",
+        float,
+    ),
+    Setting(
         "EXPORT_BUILDS",
         1,
         "Export snapshots that may be written at once, across all workers; a request that finds none free serves the previous snapshot.",

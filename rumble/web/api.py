@@ -369,7 +369,7 @@ def _snapshot_response(game: str, name: str, mimetype: str, download_name: str) 
         db = get_db()
         with read(db):
             etag = snapshots.etag(name, exports.with_clock(export.log_version(db, rid), hourly))
-        snapshot = snapshots.obtain(game, name, etag, writer)
+        snapshot = snapshots.obtain(game, name, etag, writer, settings["EXPORT_WAIT_SECONDS"])
         if snapshot is None:
             raise ApiError(
                 f"The {name} export of {game} is not written yet; try again in a few seconds.",

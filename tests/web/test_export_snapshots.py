@@ -43,11 +43,11 @@ NAMES = [
 
 @pytest.fixture(autouse=True)
 def builds_are_waited_for(monkeypatch):
-    """A request waits for a snapshot being built up to WAIT_SECONDS (2 s), then takes the previous
-    one: on a busy machine a test's small build can take longer, and the request would get the old
-    snapshot. These tests wait as long as the build takes (the client's 10 s timeout at most); the
-    fallback to the previous snapshot is tested on its own, with a build made slow on purpose."""
-    monkeypatch.setattr(exports, "WAIT_SECONDS", 10.0)
+    """A request waits for a snapshot being built up to EXPORT_WAIT_SECONDS (2 s), then takes the
+    previous one: on a busy machine a test's small build can take longer, and the request would get
+    the old snapshot. These tests wait as long as the build takes (the client's 10 s timeout at most);
+    the fallback to the previous snapshot is tested on its own, with a short wait."""
+    monkeypatch.setenv("RUMBLE_EXPORT_WAIT_SECONDS", "10")
 
 
 @pytest.fixture
@@ -172,7 +172,7 @@ def test_within_the_max_age_the_previous_snapshot_is_served_then_a_new_one_is_wr
 def test_the_previous_snapshot_is_served_while_another_worker_writes_the_next(
     app, client, rumble, upload, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(exports, "WAIT_SECONDS", 0.3)  # the other worker's build never ends here: wait briefly
+    app.config["RUMBLE"]["EXPORT_WAIT_SECONDS"] = 0.3  # the other worker's build never ends here: wait briefly
     first = get(client, "battles.json")
     assert upload(battle(B, A, scores=(5000, 5000))).kind is Kind.ACCEPTED
     snapshots = exports.Snapshots.from_settings(app.config["RUMBLE"])
@@ -191,7 +191,7 @@ def test_the_previous_snapshot_is_served_while_another_worker_writes_the_next(
 def test_with_every_build_slot_taken_an_export_without_a_snapshot_is_a_503_with_retry_after(
     app, client, rumble, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(exports, "WAIT_SECONDS", 0.3)
+    app.config["RUMBLE"]["EXPORT_WAIT_SECONDS"] = 0.3
     snapshots = exports.Snapshots.from_settings(app.config["RUMBLE"])
     with snapshots.build_lock("roborumble", "pairings.csv") as held:  # EXPORT_BUILDS is 1: the only slot
         assert held
