@@ -7,7 +7,7 @@ wrote it. A request reads that version (a few index lookups) and serves the newe
 matches, or if it is younger than EXPORT_MAX_AGE_MINUTES.
 
 Otherwise a new snapshot is written in a thread of the worker (a slow build holds no request), and
-the request waits up to WAIT_SECONDS for it: a small rumble's export is ready by then; a large one's
+the request waits up to EXPORT_WAIT_SECONDS (WAIT_SECONDS by default) for it: a small rumble's export is ready by then; a large one's
 request gets the previous snapshot, or, if there is none yet, None (the web layer answers 503 with
 Retry-After). A request that finds every build slot taken by other exports does not wait.
 
