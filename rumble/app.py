@@ -76,3 +76,17 @@ def prepare_database(values: dict[str, Any], rumbles: dict) -> None:
             apply_to_rumble_rows(db, rumbles)  # the settings maintainers changed from /admin win
     finally:
         db.close()
+
+
+def save_counts(db_path: str) -> None:
+    """Add this process's uncounted uploads and refused removals to the database now (gunicorn's
+    ``worker_exit`` hook, as a worker stops): they are otherwise saved only with a later request."""
+    from rumble.web.refusal_counter import refusals_for
+    from rumble.web.upload_counter import counts_for
+
+    db = store.connect(db_path, migrate=False)
+    try:
+        counts_for(db_path).flush(db, force=True)
+        refusals_for(db_path).flush(db, force=True)
+    finally:
+        db.close()

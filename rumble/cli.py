@@ -67,6 +67,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
         raise click.ClickException(f"THREADS must be at least 1, not {threads}")
     connections = _connection_limit(threads)
     from rumble import fields
+    from rumble.app import save_counts
     from rumble.store import single_writer
 
     # The writer process for uploads, replaced while the server runs should it end or hang.
@@ -90,6 +91,8 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             self.cfg.set("accesslog", None)
             self.cfg.set("timeout", 60)  # the worker's heartbeat (its main loop), not a limit on a request
             self.cfg.set("graceful_timeout", 30)
+            # A stopping worker saves its upload and refusal counts (else kept until a later request).
+            self.cfg.set("worker_exit", lambda server, worker: save_counts(values["DB"]))
             if "control_socket_disable" in self.cfg.settings:  # gunicorn 27+: one shared ~/.gunicorn socket otherwise
                 self.cfg.set("control_socket_disable", True)
 

@@ -1,0 +1,48 @@
+"""A worker that stops saves the counts it kept in memory (gunicorn's ``worker_exit`` hook,
+rumble.app.save_counts): every upload answered and every refused removal is counted, although the
+workers save them otherwise only with a request half a minute after their last save."""
+
+from __future__ import annotations
+
+import http.client
+import time
+from urllib.parse import urlsplit
+
+import pytest
+
+from rumble.protocol.upload import format_upload
+
+from .e2e_support import live_server, post_like_java, read_only
+from .test_gunicorn_uploads import make_battle
+
+pytestmark = pytest.mark.e2e
+
+
+def _remove(url: str) -> str:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    try:
+        conn.request("POST", "/RemoveOldParticipant", b"version=1&game=roborumble&name=no.Such_1.0&dummy=NA\n")
+        return conn.getresponse().read().decode()
+    finally:
+        conn.close()
+
+
+def test_a_stopping_server_saves_every_upload_and_refusal_it_counted(tmp_path):
+    now = int(time.time() * 1000)
+    with live_server(tmp_path) as server:
+        for k in range(12):
+            sent = make_battle(f"count.A{k} 1.0", "count.B 1.0", (6000, 4000), (20, 15), now - k)
+            status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(sent))
+            assert (status, text.splitlines()[-1]) == (
+                200,
+                f"OK. {sent.first.name} vs {sent.second.name} received for roborumble",
+            )
+        for _ in range(7):  # an uploader nobody vouched for: refused before any lock, counted
+            assert _remove(server.url).startswith("OK. ERROR: uploader Jane Doe@127.0.0.0/24 is not established")
+        db_path = server.db_path
+    with read_only(db_path) as db:
+        uploads = db.execute("SELECT outcome, sum(uploads) FROM upload_stats GROUP BY outcome").fetchall()
+        refusals = db.execute("SELECT reason, sum(requests) FROM removal_refusals GROUP BY reason").fetchall()
+    assert uploads == [("accepted", 12)]
+    assert refusals == [("not established", 7)]
