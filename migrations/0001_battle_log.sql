@@ -88,7 +88,7 @@ END;
 
 -- Running averages of one bot against one opponent; each pairing is kept from both sides.
 -- priority is set on the side with bot_id < opponent_id only: how much one more battle of this
--- pairing is worth (rumble/priority.py); the priority-battle chooser reads it through the index.
+-- pairing is worth (rumble/ingest/priority.py); the priority-battle chooser reads it through the index.
 -- It is NULL while the pairing waits in priority_battles or was handed out recently, so the
 -- chooser never has to skip over those.
 CREATE TABLE pairings (

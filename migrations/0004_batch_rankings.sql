@@ -1,4 +1,4 @@
--- Batch rankings (rumble/jobs.py): Schulze, Ranked Pairs, Copeland, Borda, batch Elo, ANPP and Vote
+-- Batch rankings (rumble/schedule/hourly.py): Schulze, Ranked Pairs, Copeland, Borda, batch Elo, ANPP and Vote
 -- over a rumble's pairing matrix of active bots, run on a schedule and by `rumble rank`.
 --
 -- History: every run's metadata is kept (batch_runs, a few hundred bytes a run). Ranks are kept

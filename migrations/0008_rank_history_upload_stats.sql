@@ -1,6 +1,6 @@
 -- A daily snapshot of every rumble's standings (rumble/store/history.py), for the bot-details
 -- plots of APS, ratings and rank over time. As in XonStat (seed 002), ranks are taken once a day
--- per rumble: the first scheduled job of each UTC day (rumble/jobs.py scheduled_run) records every
+-- per rumble: the first scheduled job of each UTC day (rumble/schedule/hourly.py scheduled_run) records every
 -- active bot's row of the rankings table as it stands then, and a day is never recorded twice.
 --
 -- The snapshot is NOT derived from the battle log: `rumble rebuild` leaves it alone (replaying

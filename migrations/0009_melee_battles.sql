@@ -1,5 +1,5 @@
 -- Melee battles reassembled from their pair uploads, and the ratings of whole melee battles
--- (rumble/melee.py): Weng-Lin (Plackett-Luce) and multi-bot XonStat Elo; and how a rumble scores
+-- (rumble/ingest/melee.py): Weng-Lin (Plackett-Luce) and multi-bot XonStat Elo; and how a rumble scores
 -- a battle (twin duel by rounds won).
 --
 -- The client uploads one melee battle as up to 45 pair results (protocol.md 7.5); the pairs are
@@ -64,7 +64,7 @@ CREATE TABLE melee_ratings (
     PRIMARY KEY (rumble_id, bot_id)
 ) WITHOUT ROWID;
 
--- Timeouts applied by the server's schedule rather than by an upload (rumble.melee.sweep): a record,
+-- Timeouts applied by the server's schedule rather than by an upload (rumble.ingest.melee.sweep): a record,
 -- like participant_events, because it depends on the clock. Written only when a sweep closed a
 -- battle; a rebuild replays each one after battle after_battle_id. Append-only.
 CREATE TABLE melee_sweeps (

@@ -12,7 +12,7 @@ UPDATE bot_summaries SET pwin = CASE WHEN pairings > 0 THEN 100.0 * wins / pairi
 -- before this migration have none.
 ALTER TABLE rank_history ADD COLUMN xonstat_rank INTEGER;
 
--- Melee rumbles rate each reassembled battle once, in every rating (rumble/melee.py): a server
+-- Melee rumbles rate each reassembled battle once, in every rating (rumble/ingest/melee.py): a server
 -- worker catching its copy up after an upload reloads the bots of the battles that upload closed,
 -- found by the log id being applied when each was closed. melee_battles.closed_by gains
 -- 'prioritized' (a whole 17-pair prioritized battle, rated at once); the column has no CHECK.

@@ -1,4 +1,4 @@
--- Maintenance jobs (rumble/maintenance_jobs.py): a rebuild, flag, rollback or unflag asked for at
+-- Maintenance jobs (rumble/maintenance/jobs.py): a rebuild, flag, rollback or unflag asked for at
 -- /admin runs as a process of its own (`rumble run-job ID`), outside the request, and this row is
 -- how /admin follows it. The job's own effect is audited in the audit log when it is swapped in.
 CREATE TABLE jobs (
@@ -17,7 +17,7 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_by_state ON jobs (state, id);
 
--- What each rumble's latest maintenance swap rewrote (rumble/maintenance.py), so that a server
+-- What each rumble's latest maintenance swap rewrote (rumble/maintenance/swap.py), so that a server
 -- worker whose in-memory copy of the field is one generation behind catches up on those pairings
 -- (and every bot's ratings and active flag) instead of reading the whole rumble again.
 CREATE TABLE field_swaps (

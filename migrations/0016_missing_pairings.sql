@@ -1,6 +1,6 @@
 -- The pairings of active participants that have never been played and are not waiting in
 -- priority_battles or handed out recently: what the priority chooser asks for first
--- (rumble/priority.py, rule 1). Kept up to date as bots enter, retire and meet (rumble/ingest.py,
+-- (rumble/ingest/priority.py, rule 1). Kept up to date as bots enter, retire and meet (rumble/ingest.py,
 -- rumble/store/missing_pairings.py), so choosing costs an index probe however many pairings are
 -- missing. bot_id < opponent_id. draw is a fixed pseudo-random key of the pair in [0, 2^32)
 -- (a multiplicative hash, Knuth's 2654435761 and xxHash's 2246822519 primes): the chooser reads

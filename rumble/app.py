@@ -1,7 +1,7 @@
 """The Flask application factory (the gunicorn target is ``rumble.app:create_app()``).
 
 ``create_app`` starts no threads: the batch-ranking schedule is joined by each worker that
-``rumble serve`` starts (``rumble.jobs.start_scheduler``), so tests and scripts that build apps
+``rumble serve`` starts (``rumble.schedule.hourly.start_scheduler``), so tests and scripts that build apps
 never start one.
 """
 
@@ -19,7 +19,7 @@ from rumble.store.rumbles import sync_rumbles
 
 def create_app(config: dict[str, Any] | None = None, preload_fields: bool = False) -> Flask:
     """Build the app: settings, the database (migrated, rumbles synced) and the blueprints.
-    ``preload_fields``: also read every rumble into this process's ratings copy (rumble.fields),
+    ``preload_fields``: also read every rumble into this process's ratings copy (rumble.ingest.fields),
     as each ``rumble serve`` worker does before its first request."""
     app = Flask(__name__.rsplit(".", 1)[0], template_folder="web/templates", static_folder="web/static")
     values = settings.load(config)

@@ -35,7 +35,7 @@ class Clock:
         with self._lock:
             self._offset += step
 
-    def __getstate__(self) -> dict:  # a copy (for another process: rumble.store.single_writer) keeps the offset
+    def __getstate__(self) -> dict:  # a copy (for another process: rumble.server.single_writer) keeps the offset
         return {"_offset": self._offset}
 
     def __setstate__(self, state: dict) -> None:

@@ -1,5 +1,5 @@
 """The bare HTTP stack of ``rumble serve``, for bench_upload.py's baseline: the same gunicorn worker
-class (``rumble.serving.DeadlineThreadWorker``), worker count, threads, keep-alive and connection
+class (``rumble.server.serving.DeadlineThreadWorker``), worker count, threads, keep-alive and connection
 limit, serving a Flask app that reads the upload's body and answers ``OK`` (no database).
 
 Run: ``.venv/bin/python scripts/bare_http.py --port 8001 --workers 2``.
@@ -34,7 +34,7 @@ def bare_app() -> Flask:
 
 
 class BareServer(BaseApplication):
-    """gunicorn configured as ``rumble serve`` configures it (rumble/cli.py), around ``bare_app``."""
+    """gunicorn configured as ``rumble serve`` configures it (rumble/cli/__init__.py), around ``bare_app``."""
 
     def __init__(self, port: int, workers: int) -> None:
         self.port, self.workers = port, workers
@@ -44,7 +44,7 @@ class BareServer(BaseApplication):
         threads = settings.load()["THREADS"]
         self.cfg.set("bind", f"127.0.0.1:{self.port}")
         self.cfg.set("workers", self.workers)
-        self.cfg.set("worker_class", "rumble.serving.DeadlineThreadWorker")
+        self.cfg.set("worker_class", "rumble.server.serving.DeadlineThreadWorker")
         self.cfg.set("threads", threads)
         self.cfg.set("keepalive", KEEPALIVE_SECONDS)
         self.cfg.set("sendfile", False)

@@ -5,7 +5,7 @@ step (today) and by doubling (before issue 11), in the same run.
    battles): built by that script's own code into ``--workdir``, or copied from ``--ladder``.
 2. The same ladder flooded up to ``--max-participants`` (default 3,000, MAX_PARTICIPANTS' default):
    invented bots, each with ``--flood-battles`` battles against random ladder bots, stored through
-   the upload path's ``ingest.apply_battle`` (as a flood of invented names would arrive).
+   the upload path's ``apply.apply_battle`` (as a flood of invented names would arrive).
 3. For each database and each growth rule, starts ``rumble serve --workers 1`` (the real gunicorn
    server; the worker loads the rumble's field at start), sends one upload, and reads the worker's
    resident memory (VmRSS) and its peak (VmHWM) from /proc. The doubling rule is the old one,
@@ -30,9 +30,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_upload  # noqa: E402  (the ladder's builder and the server helpers)
+from rumble.protocol.battle import Battle, Side  # noqa: E402
 
-from rumble import ingest, settings, store  # noqa: E402
-from rumble.battle import Battle, Side  # noqa: E402
+from rumble import settings, store  # noqa: E402
+from rumble.ingest import apply  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
 from rumble.protocol.upload import format_upload  # noqa: E402
 from rumble.ratings.online import capacity_for  # noqa: E402
@@ -42,7 +43,7 @@ GAME = bench_upload.GAME
 # Run as the server process: the old rule (start at 16, double when full) patched over the new one.
 SERVE = """
 import sys
-from rumble import fields
+from rumble.ingest import fields
 from rumble.ratings import online
 if sys.argv[1] == "doubling":
     def doubling(n):
@@ -119,7 +120,7 @@ def flooded_database(ladder_db: Path, args: argparse.Namespace) -> Path:
                         store.utc_now(),
                         "10.9.9.9",
                     )
-                    ingest.apply_battle(db, battle, rumble.rounds, values["PRIORITY_MIN_BATTLES"])
+                    apply.apply_battle(db, battle, rumble.rounds, values["PRIORITY_MIN_BATTLES"])
     finally:
         db.close()
     return target
@@ -247,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{rss / 1024:>13.1f} {peak / 1024:>8.1f}",
                 flush=True,
             )
-    from rumble import fields
+    from rumble.ingest import fields
     from rumble.ratings import online
 
     for rule in ("step", "doubling"):

@@ -34,7 +34,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_upload as bench  # noqa: E402  (the ladder, the server and the upload bodies)
 
-from rumble import rebuild, settings, store  # noqa: E402
+from rumble import settings, store  # noqa: E402
+from rumble.maintenance import rebuild  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
 from rumble.protocol.upload import format_upload  # noqa: E402
 from rumble.store.tables import snapshot  # noqa: E402

@@ -50,7 +50,7 @@ def source_database(args: argparse.Namespace) -> Path:
 
 def pages_database(args: argparse.Namespace) -> Path:
     """The ladder with this branch's schema, a batch run and a rank snapshot; cached in --workdir."""
-    from rumble.jobs import run_rumble, take_daily_snapshot
+    from rumble.schedule.hourly import run_rumble, take_daily_snapshot
 
     source = source_database(args)
     path = args.workdir / f"pages-from-{source.stem}.db"

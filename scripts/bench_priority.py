@@ -1,10 +1,10 @@
 """Cost of choosing priority battles on the 1,200-bot ladder, with and without newcomers.
 
 1. Copies bench_upload.py's cached ladder database (every pairing played; built first if missing).
-2. Times ``rumble.ingest.next_priority_battle`` with an empty queue, so that each call chooses a
+2. Times ``rumble.ingest.apply.next_priority_battle`` with an empty queue, so that each call chooses a
    whole batch (``PRIORITY_BATCH`` pairs), inside a write transaction that is then rolled back, so
    every call starts from the same state.
-3. Enters --newcomers new bots (one battle each against a ladder bot, through ``ingest.apply_battle``:
+3. Enters --newcomers new bots (one battle each against a ladder bot, through ``apply.apply_battle``:
    each then lacks nearly 1,200 pairings) and times the same choice again.
 
 Prints the mean time per choice for both, and their ratio (newcomers / none): a choice that does not
@@ -28,7 +28,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_upload  # noqa: E402  (the ladder of the upload benchmark)
 
-from rumble import ingest, settings, store  # noqa: E402
+from rumble import settings, store  # noqa: E402
+from rumble.ingest import apply  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
 
 
@@ -45,7 +46,7 @@ def time_choices(db: store.Store, game: str, values: dict, calls: int, seed: int
         try:
             with store.write(db):
                 began = time.perf_counter()
-                ingest.next_priority_battle(
+                apply.next_priority_battle(
                     db,
                     game,
                     values["PRIORITY_BATCH"],
@@ -73,7 +74,7 @@ def enter_newcomers(db: store.Store, ladder: bench_upload.Ladder, rumble, count:
             rumble, f"bench.Newcomer{k:03d} 1.0", opponent, figures, 1_000 + k, "bench-newcomers", received
         )
         with store.write(db):
-            ingest.apply_battle(db, battle, rumble.rounds, values["PRIORITY_MIN_BATTLES"])
+            apply.apply_battle(db, battle, rumble.rounds, values["PRIORITY_MIN_BATTLES"])
 
 
 def main(argv: list[str] | None = None) -> int:

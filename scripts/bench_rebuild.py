@@ -5,7 +5,7 @@
    2023 snapshot's 1,194 bots plus 6, scores sampled around their real APS) with
    --battles-per-pairing battles per pairing (default 2: 1,438,800 battles), logged through
    rumble's own store, with no derived table.
-2. In a fresh process (so its peak memory is the rebuild's own), runs ``rumble.rebuild.rebuild_rumble``
+2. In a fresh process (so its peak memory is the rebuild's own), runs ``rumble.maintenance.rebuild.rebuild_rumble``
    on a copy: pairings, summaries and every rating (RoboRumble Elo, Glicko, Glicko-2, Rank Points,
    XonStat) replayed battle by battle, and prints battles/s and the peak resident memory.
 3. In the same run, the baseline: the same process reading the same log through the same store
@@ -30,11 +30,11 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_upload  # noqa: E402  (the ladder of the upload benchmark)
+from rumble.maintenance.rebuild import rebuild_rumble  # noqa: E402
 
 from rumble import settings, store  # noqa: E402
 from rumble.app import prepare_database  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
-from rumble.rebuild import rebuild_rumble  # noqa: E402
 from rumble.store import battle_log  # noqa: E402
 from rumble.store.rumbles import rumble_id  # noqa: E402
 

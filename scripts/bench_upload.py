@@ -4,7 +4,7 @@
    1,194 bots of the 2023 LiteRumble snapshot, plus synthesized ones at APS 50. Battle scores are
    sampled around a Bradley-Terry model fitted so that each bot's APS comes out near its real APS;
    the battles go into the log through ``rumble.store.battle_log.append_battle`` and the pairings and
-   summaries are computed by ``rumble.rebuild.rebuild_rumble``, in one transaction.
+   summaries are computed by ``rumble.maintenance.rebuild.rebuild_rumble``, in one transaction.
 2. Runs each scenario twice, one after the other, with the same load: first against the bare HTTP
    stack (scripts/bare_http.py: the worker class, worker count and threads of `rumble serve`, a
    Flask app answering OK), then against the real server (``python -m rumble serve``) on a copy of
@@ -52,9 +52,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from rumble import ingest, rebuild, settings, store
+from rumble import settings, store
 from rumble.app import prepare_database
-from rumble.battle import Battle, Side
+from rumble.ingest import apply
+from rumble.maintenance import rebuild
+from rumble.protocol.battle import Battle, Side
 from rumble.protocol.games import RumbleSettings, load_rumbles
 from rumble.protocol.upload import format_upload
 from rumble.store import battle_log, bots, tables
@@ -71,7 +73,7 @@ RATIO_GOAL = 0.5  # rumble/bare, from issue 15
 NEWCOMER_SHARE = 0.1  # of the uploads once a newcomer has entered: one side is a newcomer
 MELEE_FIELD = 10  # bots in a melee battle: 45 pair uploads each
 # A client's melee battles in client time: further apart than the server's window for gathering
-# one battle's pairs (rumble.melee.WINDOW_MS, 1 s), as a real battle's minutes keep them; starting
+# one battle's pairs (rumble.ingest.melee.WINDOW_MS, 1 s), as a real battle's minutes keep them; starting
 # far enough back that a run's battles stay in the past (the server refuses times ahead of its clock).
 MELEE_BATTLE_MS = 2_000
 MELEE_PAST_MS = 3_600_000
@@ -290,7 +292,7 @@ def append_ladder(db: store.Store, ladder: Ladder, rumble: RumbleSettings, per_p
             raise RuntimeError(f"sampled the same battle twice: {battle}")
     now = store.utc_now()
     for name in ladder.names:
-        ingest.activate(db, rid, bots.bot_id(db, name, now), now)
+        apply.activate(db, rid, bots.bot_id(db, name, now), now)
 
 
 LADDER_CODE = (read_snapshot, load_ladder, fit_strengths, expected_shares, sample_figures, to_battle, ladder_battles)
@@ -858,7 +860,7 @@ def measure(
 
 def process_roles(master: int, pids: list[int], log: Path) -> dict[int, str]:
     """Each server process's role: ``master``, ``workers`` (the pids gunicorn logs as booting
-    workers) or, for `rumble serve`, ``writer`` (its writer process, rumble.store.single_writer)."""
+    workers) or, for `rumble serve`, ``writer`` (its writer process, rumble.server.single_writer)."""
     booted = {int(pid) for pid in re.findall(r"Booting worker with pid: (\d+)", log.read_text(errors="replace"))}
     return {pid: "master" if pid == master else "workers" if pid in booted else "writer" for pid in pids}
 

@@ -276,7 +276,7 @@ def attack_one(port: int, ladder: bench.Ladder, rumble: RumbleSettings, args: ar
     gone = victim not in ratings(port)
     print(f"operator      {OPERATOR} from {OPERATOR_ADDRESS} uploads, then asks: {text.strip()!r}")
     print(f"              gone from /RatingsFile: {gone}; {bench.verdict(operator_ok and gone)}")
-    # Its next upload revives it (rumble.ingest.activate), so attack 2 runs on the whole ladder.
+    # Its next upload revives it (rumble.ingest.apply.activate), so attack 2 runs on the whole ladder.
     other = next(i for i, name in enumerate(ladder.names) if to_key(name) != victim)
     body, accept = battle_upload(
         rumble, ladder, ladder.names.index(names[victim]), other, rng, OPERATOR, int(time.time() * 1000)

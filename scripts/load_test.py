@@ -43,7 +43,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rumble.battle import Battle, Side  # noqa: E402
+from rumble.protocol.battle import Battle, Side  # noqa: E402
+
 from rumble.protocol.upload import format_upload  # noqa: E402
 
 GAME = "roborumble"
@@ -288,8 +289,8 @@ def check_log(db: Path, expected_present: list[Battle], exactly: bool, all_ok: b
 def check_rebuild(db: Path) -> int:
     """The derived tables equal a rebuild from the log (rebuilt in a transaction that is rolled back)."""
     from rumble import store
+    from rumble.maintenance.rebuild import rebuild_rumble
     from rumble.protocol.games import load_rumbles
-    from rumble.rebuild import rebuild_rumble
     from rumble.store.tables import snapshot
 
     conn = store.connect(db)

@@ -11,8 +11,8 @@ import tempfile
 from datetime import UTC, datetime
 
 from rumble import store
-from rumble.battle import Battle, Side
-from rumble.ingest import apply_battle, with_receipt
+from rumble.ingest.apply import apply_battle, with_receipt
+from rumble.protocol.battle import Battle, Side
 from rumble.protocol.games import load_rumbles
 from rumble.store.rumbles import sync_rumbles
 

@@ -27,14 +27,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_upload  # noqa: E402  (the ladder and the load of the upload benchmark)
 
-from rumble import fields, settings, store  # noqa: E402
+from rumble import settings, store  # noqa: E402
 from rumble.app import create_app  # noqa: E402
 from rumble.clock import Clock  # noqa: E402
+from rumble.ingest import fields  # noqa: E402
 from rumble.ingest.decide import upload_work  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
 from rumble.protocol.replies import Kind  # noqa: E402
 from rumble.protocol.upload import format_upload, parse_upload  # noqa: E402
-from rumble.store import single_writer  # noqa: E402
+from rumble.server import single_writer  # noqa: E402
 from rumble.store.group_commit import Work, apply_group  # noqa: E402
 
 

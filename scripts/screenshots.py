@@ -91,7 +91,7 @@ def versions(base: str, battles: int = 3) -> None:
     import json
     import random
 
-    from rumble.battle import Battle, Side
+    from rumble.protocol.battle import Battle, Side
     from rumble.protocol.upload import format_upload
 
     rng = random.Random(14)

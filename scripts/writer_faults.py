@@ -1,4 +1,4 @@
-"""Uploads while the writer process hangs and dies: a real `rumble serve` (rumble/store/single_writer.py).
+"""Uploads while the writer process hangs and dies: a real `rumble serve` (rumble/server/single_writer.py).
 
 On a copy of a small generated database (`rumble demo`, 600 battles), CLIENTS threads upload
 distinct battles one after another for SECONDS, each on a new connection with the real client's
@@ -39,7 +39,8 @@ from load_test import Server, start, stop  # scripts/load_test.py: `rumble serve
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rumble.battle import Battle, Side  # noqa: E402
+from rumble.protocol.battle import Battle, Side  # noqa: E402
+
 from rumble.protocol.upload import format_upload  # noqa: E402
 
 GOAL_SECONDS, GOAL_SHARE = 2.0, 0.95
@@ -244,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             said = [
                 line.split(": ", 1)[1]
                 for line in server.log.read_text().splitlines()
-                if "rumble.store.single_writer:" in line
+                if "rumble.server.single_writer:" in line
             ]
         finally:
             for pid in (pids.get("before"), pids.get("after stop")):

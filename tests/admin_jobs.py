@@ -1,4 +1,4 @@
-"""Waiting for the maintenance jobs /admin starts (rumble/maintenance_jobs.py): each runs as a
+"""Waiting for the maintenance jobs /admin starts (rumble/maintenance/jobs.py): each runs as a
 process of its own, so a test that checks the tables afterwards waits for it first."""
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ import pytest
 from rumble import store
 from rumble.admin_tokens import hash_token, new_token, token_id
 from rumble.app import create_app
-from rumble.battle import Battle, Side
 from rumble.clock import Clock
+from rumble.protocol.battle import Battle, Side
 from rumble.protocol.replies import UploadOutcome
 from rumble.protocol.upload import format_upload
 from rumble.store import maintainers, trust
@@ -113,7 +113,7 @@ def db(app):
 def demo_db(app):
     """The app's database with 250 demo battles in roborumble: 20 bots, every pair met."""
     from rumble import store
-    from rumble.demo import load_demo
+    from rumble.maintenance.demo import load_demo
 
     conn = store.connect(app.config["RUMBLE"]["DB"])
     load_demo(conn, "roborumble", 35, "800x600", 250)

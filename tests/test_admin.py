@@ -14,8 +14,8 @@ from conftest import maintainer_token as _token
 from rumble import store
 from rumble.app import create_app
 from rumble.cli import cli
+from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.protocol.games import load_rumbles
-from rumble.rebuild import rebuild_rumble
 from rumble.store import maintainers
 from rumble.store.tables import snapshot
 
@@ -326,7 +326,7 @@ def test_the_audit_log_is_append_only(app):
 def test_every_admin_command_refuses_without_a_token_once_a_maintainer_exists(app, client, upload, tmp_path):
     """Each `rumble admin` subcommand, `rumble backup` and `rumble restore`: exit 1, nothing done, nothing audited.
     The list of commands comes from the click group itself, so a new one cannot be left out."""
-    from rumble.cli_admin import admin as admin_group
+    from rumble.cli.admin_commands import admin as admin_group
 
     db = app.config["RUMBLE"]["DB"]
     _ladder(upload)

@@ -14,7 +14,7 @@ import rumble
 def test_pure_packages_import_neither_flask_nor_sqlite():
     code = (
         "import sys, rumble.protocol.upload, rumble.protocol.replies, rumble.protocol.games, "
-        "rumble.rankings.scores, rumble.rankings.batch, rumble.ratings.online, rumble.priority\n"
+        "rumble.rankings.scores, rumble.rankings.batch, rumble.ratings.online, rumble.ingest.priority\n"
         "bad = [m for m in ('flask', 'sqlite3', 'sqlite_utils', 'rumble.store', 'rumble.web') if m in sys.modules]\n"
         "print(','.join(bad))"
     )
@@ -140,18 +140,43 @@ def test_rumble_modules_are_imported_under_their_own_names():
 
 
 def test_the_layers_below_the_web_import_no_web_module():
-    """The upload's logic lives in rumble.ingest; the writer process (rumble.store.single_writer) runs
+    """The upload's logic lives in rumble.ingest.apply; the writer process (rumble.server.single_writer) runs
     it without the web layer, and no layer below the web reaches up into it."""
     _, found = _imports()
-    below = ("rumble.store", "rumble.ingest", "rumble.rankings", "rumble.ratings", "rumble.protocol")
+    below = ("rumble.store", "rumble.ingest", "rumble.rankings", "rumble.ratings", "rumble.protocol", "rumble.server")
     upward = [(a, b) for a, b, _ in found if a.startswith(below) and b.startswith("rumble.web")]
     assert upward == []
 
 
 def test_the_command_line_does_not_import_the_web_layer():
     _, found = _imports()
-    cli = ("rumble.cli", "rumble.cli_admin", "rumble.cli_support")
-    assert [(a, b) for a, b, _ in found if a in cli and b.startswith("rumble.web")] == []
+    assert [(a, b) for a, b, _ in found if a.startswith("rumble.cli") and b.startswith("rumble.web")] == []
+
+
+def test_the_store_runs_sql_and_transactions_and_manages_no_process():
+    """rumble.store holds SQL and transactions only: the processes, sockets and event loop of
+    serving live in rumble.server, which the store never imports."""
+    root = Path(rumble.__file__).parent
+    managing = {"subprocess", "multiprocessing", "socket", "selectors", "signal", "greenlet", "gunicorn"}
+    found = []
+    for path in (root / "store").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            found += [(path.name, n) for n in names if n.split(".")[0] in managing or n.startswith("rumble.server")]
+    assert found == []
+
+
+def test_the_top_level_holds_few_modules_and_the_packages_show_the_layers():
+    """Directly under rumble/ only the app factory, the entry point, settings and a few small shared
+    helpers; everything else sits in the package of its layer."""
+    root = Path(rumble.__file__).parent
+    top = sorted(p.name for p in root.glob("*.py"))
+    assert len(top) <= 8, top
+    packages = {p.parent.name for p in root.glob("*/__init__.py")}
+    layers = {"cli", "server", "ingest", "maintenance", "schedule", "protocol", "store", "ratings", "rankings", "web"}
+    assert packages == layers
 
 
 def test_the_app_factory_registers_every_blueprint(tmp_path):
@@ -225,7 +250,7 @@ def test_every_write_to_what_the_waiting_copy_reads_tells_it():
 
 
 def test_every_write_to_what_the_ratings_copies_follow_is_noted():
-    """rumble.fields takes a copy as current without asking the database while no connection
+    """rumble.ingest.fields takes a copy as current without asking the database while no connection
     wrote what ``rating_rows.version`` reads: every function whose SQL adds to or deletes from the
     battle log or the participant events, or changes a rumble's generation, calls
     ``note_log_write`` (tests/store/test_field_copy.py checks the copies themselves)."""

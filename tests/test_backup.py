@@ -12,8 +12,8 @@ from conftest import battle
 
 from rumble import store
 from rumble.cli import cli
+from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.protocol.games import load_rumbles
-from rumble.rebuild import rebuild_rumble
 from rumble.store import backup as backup_store
 from rumble.store.battle_log import count_battles
 from rumble.store.migrations import MIGRATIONS_DIR, applied, migrate

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from conftest import battle, maintainer_token, post_upload
 
-from rumble import jobs, store
+from rumble import store
 from rumble.protocol.replies import Kind
 from rumble.rankings import knnpbi
 from rumble.rankings.batch import METHODS
+from rumble.schedule import hourly
 from rumble.store import batch_runs
 from rumble.store.rating_rows import bump_generation
 from rumble.store.rumbles import rumble_id
@@ -52,7 +53,7 @@ def test_matrix_leaves_out_retired_bots(db, client):
 
 
 def test_a_run_stores_every_method_with_its_time_and_battles_seen(db):
-    report = jobs.run_rumble(db, "roborumble", source=jobs.SCHEDULED)
+    report = hourly.run_rumble(db, "roborumble", source=hourly.SCHEDULED)
     [run] = batch_runs.runs(db, rid(db))
     assert run["id"] == report.run_id and run["source"] == "schedule" and run["bots"] == 20 and run["battles"] == 250
     assert run["methods"] == [*METHODS, "knnpbi"] and run["failures"] == [] and run["finished_at"] >= run["started_at"]
@@ -61,7 +62,7 @@ def test_a_run_stores_every_method_with_its_time_and_battles_seen(db):
 
 
 def test_stored_pairing_values_are_the_runs_knnpbi_and_npp(db):
-    jobs.run_rumble(db, "roborumble")
+    hourly.run_rumble(db, "roborumble")
     m = batch_runs.read_matrix(db, rid(db))
     values = batch_runs.pairing_values(db, rid(db), int(m.ids[0]))
     expected = knnpbi.knnpbi(m.d)[0]
@@ -72,23 +73,23 @@ def test_stored_pairing_values_are_the_runs_knnpbi_and_npp(db):
 
 
 def test_a_one_method_run_replaces_only_that_methods_ranks(db):
-    first = jobs.run_rumble(db, "roborumble").run_id
-    second = jobs.run_rumble(db, "roborumble", ("schulze",)).run_id
+    first = hourly.run_rumble(db, "roborumble").run_id
+    second = hourly.run_rumble(db, "roborumble", ("schulze",)).run_id
     page = batch_runs.alternative_rankings(db, rid(db), tuple(METHODS))
     assert page["method_runs"]["schulze"] == page["method_runs"]["aps"] == second
     assert page["method_runs"]["borda"] == first and [run["id"] for run in page["runs"]] == [second, first]
 
 
 def test_only_rumbles_with_battles_are_stale_and_a_run_makes_them_current(db):
-    assert batch_runs.stale_rumbles(db, jobs.COMPLETE) == ["roborumble"]
-    jobs.run_rumble(db, "roborumble")
-    assert batch_runs.stale_rumbles(db, jobs.COMPLETE) == []
-    assert jobs.run_stale(db) == []
+    assert batch_runs.stale_rumbles(db, hourly.COMPLETE) == ["roborumble"]
+    hourly.run_rumble(db, "roborumble")
+    assert batch_runs.stale_rumbles(db, hourly.COMPLETE) == []
+    assert hourly.run_stale(db) == []
 
 
 def test_a_one_method_run_does_not_make_a_rumble_current(db):
-    jobs.run_rumble(db, "roborumble", ("borda",))
-    assert batch_runs.stale_rumbles(db, jobs.COMPLETE) == ["roborumble"]
+    hourly.run_rumble(db, "roborumble", ("borda",))
+    assert batch_runs.stale_rumbles(db, hourly.COMPLETE) == ["roborumble"]
 
 
 def _upload(client, db):
@@ -111,11 +112,11 @@ def _body() -> str:
     ids=["upload", "retirement", "rebuild"],
 )
 def test_a_change_to_the_log_makes_the_rumble_stale(db, client, change):
-    jobs.run_rumble(db, "roborumble")
+    hourly.run_rumble(db, "roborumble")
     change(client, db)
-    assert batch_runs.stale_rumbles(db, jobs.COMPLETE) == ["roborumble"]
-    [report] = jobs.run_stale(db)
-    assert report.game == "roborumble" and batch_runs.stale_rumbles(db, jobs.COMPLETE) == []
+    assert batch_runs.stale_rumbles(db, hourly.COMPLETE) == ["roborumble"]
+    [report] = hourly.run_stale(db)
+    assert report.game == "roborumble" and batch_runs.stale_rumbles(db, hourly.COMPLETE) == []
 
 
 def _in_transaction(db, action) -> None:
@@ -128,9 +129,9 @@ def test_a_method_that_fails_is_recorded_and_the_others_are_stored(app, upload):
     assert upload(battle("a.A 1", "a.B 1")).kind is Kind.ACCEPTED
     assert upload(battle("a.C 1", "a.D 1")).kind is Kind.ACCEPTED
     db = store.connect(app.config["RUMBLE"]["DB"])
-    report = jobs.run_rumble(db, "roborumble")
+    report = hourly.run_rumble(db, "roborumble")
     [run] = batch_runs.runs(db, rid(db))
-    stale = batch_runs.stale_rumbles(db, jobs.COMPLETE)
+    stale = batch_runs.stale_rumbles(db, hourly.COMPLETE)
     db.close()
     assert list(report.ranked.failures) == ["batch_elo"] and "never met" in run["failures"][0]
     assert "batch_elo" not in report.ranked.ranks and "schulze" in report.ranked.ranks
@@ -139,17 +140,17 @@ def test_a_method_that_fails_is_recorded_and_the_others_are_stored(app, upload):
 
 def test_of_two_lock_holders_exactly_one_leads_and_the_other_takes_over_when_it_goes(tmp_path):
     path = str(tmp_path / "r.db.scheduler.lock")
-    first, second = jobs.try_lead(path), jobs.try_lead(path)
+    first, second = hourly.try_lead(path), hourly.try_lead(path)
     assert first is not None and second is None
     first.close()  # as when the leading worker dies
-    second = jobs.try_lead(path)
+    second = hourly.try_lead(path)
     assert second is not None
     second.close()
 
 
 def test_two_schedules_on_one_database_elect_exactly_one_runner(app):
     settings = {**app.config["RUMBLE"], "BATCH_INTERVAL_MINUTES": 60}
-    a, b = jobs.BatchSchedule(settings), jobs.BatchSchedule(settings)
+    a, b = hourly.BatchSchedule(settings), hourly.BatchSchedule(settings)
     try:
         assert [a.elect(), b.elect()] == [True, False]
         assert a.scheduler.get_job("batch") is not None and b.scheduler.get_job("batch") is None
@@ -162,7 +163,7 @@ def test_two_schedules_on_one_database_elect_exactly_one_runner(app):
 def test_the_lead_is_kept_when_no_one_holds_the_schedule_object(app):
     """`rumble serve` keeps no reference of its own: the scheduler's job must keep the lock file open."""
     settings = {**app.config["RUMBLE"], "BATCH_INTERVAL_MINUTES": 60}
-    schedule = jobs.start_scheduler(settings, election_seconds=0.05)
+    schedule = hourly.start_scheduler(settings, election_seconds=0.05)
     scheduler, lock_path = schedule.scheduler, schedule.lock_path
     del schedule
     deadline = time.monotonic() + WAIT_S
@@ -170,18 +171,18 @@ def test_the_lead_is_kept_when_no_one_holds_the_schedule_object(app):
         time.sleep(0.02)
     gc.collect()
     try:
-        assert jobs.try_lead(lock_path) is None
+        assert hourly.try_lead(lock_path) is None
     finally:
         scheduler.get_job("batch").func.__self__.shutdown(wait=True)
 
 
 def test_an_interval_of_zero_starts_no_schedule(app):
-    assert jobs.start_scheduler(app.config["RUMBLE"]) is None
+    assert hourly.start_scheduler(app.config["RUMBLE"]) is None
 
 
 def test_a_scheduled_run_shows_on_the_alternative_rankings_page(db, app, client):
     settings = {**app.config["RUMBLE"], "BATCH_INTERVAL_MINUTES": 60}
-    schedule = jobs.start_scheduler(settings, election_seconds=0.05)  # elects at once, then runs at once
+    schedule = hourly.start_scheduler(settings, election_seconds=0.05)  # elects at once, then runs at once
     try:
         deadline = time.monotonic() + WAIT_S
         while not batch_runs.runs(db, rid(db)) and time.monotonic() < deadline:
@@ -210,7 +211,7 @@ def test_batch_elo_is_fitted_to_pairing_win_rates_not_aps(app, upload):
             assert upload(battle("a.C 1", other, scores=(4000, 4000), firsts=(17 + k, 17))).kind is Kind.ACCEPTED
     db = store.connect(app.config["RUMBLE"]["DB"])
     matrix = batch_runs.read_matrix(db, rid(db))
-    report = jobs.run_rumble(db, "roborumble", ("batch_elo",))
+    report = hourly.run_rumble(db, "roborumble", ("batch_elo",))
     db.close()
     assert matrix.names == ["a.A 1", "a.B 1", "a.C 1"]
     np.testing.assert_array_equal(

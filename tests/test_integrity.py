@@ -14,9 +14,9 @@ from conftest import maintainer_token as _token
 
 from rumble import store
 from rumble.cli import cli
+from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
-from rumble.rebuild import rebuild_rumble
 from rumble.store.tables import snapshot
 
 BOTS = ["a.Alpha 1.0", "b.Beta 1.0", "c.Gamma 1.0", "d.Delta 1.0", "e.Eps 1.0"]

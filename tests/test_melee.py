@@ -1,4 +1,4 @@
-"""Melee battles reassembled from their pair uploads (rumble/melee.py): each rated exactly once,
+"""Melee battles reassembled from their pair uploads (rumble/ingest/melee.py): each rated exactly once,
 whatever order its pairs come in; missing pairs; late pairs; online equals rebuild bit for bit.
 
 Expected ratings come from tests/weng_lin_paper.py (the paper's Algorithm 4, written separately)
@@ -15,12 +15,13 @@ import pytest
 from conftest import battle
 from weng_lin_paper import paper_update
 
-from rumble import melee, store
-from rumble.battle import Battle, Side
-from rumble.ingest import apply_battle
+from rumble import store
+from rumble.ingest import melee
+from rumble.ingest.apply import apply_battle
+from rumble.maintenance.rebuild import rebuild_rumble
+from rumble.protocol.battle import Battle, Side
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
-from rumble.rebuild import rebuild_rumble
 from rumble.store import melee_battles
 from rumble.store.battle_states import set_state_of
 from rumble.store.rumbles import rumble_id
@@ -286,7 +287,7 @@ def test_a_sweep_rates_a_battle_nothing_follows_and_is_replayed(db, app):
 
 
 def test_the_schedule_leader_sweeps_every_melee_rumble(app, db):
-    from rumble.jobs import BatchSchedule
+    from rumble.schedule.hourly import BatchSchedule
 
     scores = random_scores(random.Random(9))
     send(db, stamped(melee_pairs(scores, T0, priority=top_two(scores)), 0))  # long ago: its time is up
@@ -453,11 +454,11 @@ def test_the_explanation_has_the_melee_sections(client):
 
 @pytest.mark.parametrize("moved_to", ["ok", "removed"])
 def test_a_rebuild_or_rollback_computed_aside_equals_a_blocking_one_with_pairs_arriving_meanwhile(app, db, moved_to):
-    """rumble.maintenance reassembles into TEMP copies of the melee tables outside the write lock;
+    """rumble.maintenance.swap reassembles into TEMP copies of the melee tables outside the write lock;
     pairs (and a sweep) arriving meanwhile are caught up. The swap leaves exactly the melee rows and
     tables of a blocking rebuild of the same log; a rollback of uploader B's battles likewise."""
-    from rumble import maintenance
-    from rumble.melee import sweep
+    from rumble.ingest.melee import sweep
+    from rumble.maintenance import swap
 
     _melee_session(db, random.Random(3))
     rid = rumble_id(db, "meleerumble")
@@ -480,7 +481,7 @@ def test_a_rebuild_or_rollback_computed_aside_equals_a_blocking_one_with_pairs_a
         if moved:
             assert set_state_of(conn, sorted(moved), ("ok", "flagged"), "removed") == len(moved)
 
-    maintenance.recompute(job_db, "meleerumble", 35, 3, meanwhile, moved, moved_to, swap_in)
+    swap.recompute(job_db, "meleerumble", 35, 3, meanwhile, moved, moved_to, swap_in)
     assert (
         len(calls) >= 2 and job_db.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0] == 0
     )  # shadow dropped

@@ -19,10 +19,10 @@ import pytest
 from conftest import battle
 
 from rumble import store
-from rumble.battle import Battle, Side
+from rumble.maintenance.rebuild import rebuild_rumble
+from rumble.protocol.battle import Battle, Side
 from rumble.protocol.replies import Kind
 from rumble.ratings import glicko2
-from rumble.rebuild import rebuild_rumble
 from rumble.store.tables import snapshot
 
 Q = math.log(10) / 400
@@ -185,8 +185,8 @@ def test_two_workers_keep_their_copies_current_when_the_other_closes_a_battle(ap
     """Two server workers (two connections, each with its own copy of the field) take turns: the
     one that closes a battle changes ten bots' ratings; the other must reload them before it rates
     the next battle of the same bots, and after a sweep by either. Online then equals a rebuild."""
-    from rumble import melee
-    from rumble.ingest import apply_battle, with_receipt
+    from rumble.ingest import melee
+    from rumble.ingest.apply import apply_battle, with_receipt
 
     workers = [store.connect(app.config["RUMBLE"]["DB"]) for _ in range(2)]
     try:

@@ -1,4 +1,4 @@
-"""The melee pair-sampling remedy (rumble/priority.py, melee), on a synthetic melee rumble.
+"""The melee pair-sampling remedy (rumble/ingest/priority.py, melee), on a synthetic melee rumble.
 
 A simulated client plays meleerumble through the real upload path as the real one does (protocol.md
 7.5 and 8): battles of 10 bots; the new bot, while missing from the ratings, gets an ordinary battle
@@ -26,10 +26,11 @@ from dataclasses import replace
 import pytest
 from conftest import battle, post_upload
 
-from rumble import priority, store
+from rumble import store
 from rumble.app import create_app
-from rumble.battle import Battle, Side
-from rumble.ingest import apply_battle, decide
+from rumble.ingest import decide, priority
+from rumble.ingest.apply import apply_battle
+from rumble.protocol.battle import Battle, Side
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.store import melee_battles
 

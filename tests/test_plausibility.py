@@ -12,11 +12,11 @@ from conftest import battle, post_upload
 
 from rumble import store
 from rumble.admin_tokens import hash_token, new_token, token_id
-from rumble.battle import Side
 from rumble.ingest.plausibility import max_score, min_firsts, suspicion
+from rumble.maintenance.rebuild import rebuild_rumble
+from rumble.protocol.battle import Side
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
-from rumble.rebuild import rebuild_rumble
 from rumble.store import maintainers
 from rumble.store.tables import snapshot
 

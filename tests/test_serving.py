@@ -1,4 +1,4 @@
-"""The read deadlines of ``rumble serve``'s worker (rumble/serving.py), on real socket pairs."""
+"""The read deadlines of ``rumble serve``'s worker (rumble/server/serving.py), on real socket pairs."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from rumble import serving
-from rumble.serving import Deadlines, DeadlineThreadWorker, LingeringConn, request_complete, whole_upload
+from rumble.server import serving
+from rumble.server.serving import Deadlines, DeadlineThreadWorker, LingeringConn, request_complete, whole_upload
 
 
 def test_an_overdue_read_ends_with_end_of_file():

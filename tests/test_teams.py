@@ -7,9 +7,9 @@ import pytest
 from conftest import battle, now_ms
 
 from rumble import store
+from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.protocol.games import ConfigError, load_rumbles, parse_rumbles
 from rumble.protocol.replies import Kind
-from rumble.rebuild import rebuild_rumble
 from rumble.store.tables import snapshot
 
 A, B, C = "sample.SpinAndTrack 1.0", "sampleteam.LeaderAndDroid 1.0", "sampleteam.MyFirstTeam 1.0"

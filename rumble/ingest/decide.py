@@ -2,7 +2,7 @@
 and decide the answer (accepted, held, a repeat, or refused in the protocol's form).
 
 The upload endpoint (rumble.web.client) calls it in the worker, and the server's writer process
-(rumble.store.single_writer) runs ``upload_work``'s call in its transaction: both take the same
+(rumble.server.single_writer) runs ``upload_work``'s call in its transaction: both take the same
 path, and the writer never imports the web layer.
 """
 
@@ -13,11 +13,11 @@ from dataclasses import replace
 from datetime import timedelta
 from functools import partial
 
-from rumble import fields, ingest, overrides, store
-from rumble.battle import Battle
+from rumble import overrides, store
 from rumble.clock import Clock
-from rumble.ingest import growth, plausibility, strangers
+from rumble.ingest import apply, fields, growth, plausibility, strangers
 from rumble.protocol import ProtocolError
+from rumble.protocol.battle import Battle
 from rumble.protocol.games import RumbleSettings
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.upload import Policy, check_upload, parse_upload
@@ -50,7 +50,7 @@ def upload_work(
     remote_addr: str | None,
 ) -> partial[UploadOutcome]:
     """What the write transaction of one upload does, as a picklable call of the connection (for
-    the writer process, rumble.store.single_writer): check it, store it and decide its answer.
+    the writer process, rumble.server.single_writer): check it, store it and decide its answer.
 
     ``body`` is the upload as it came, ``rumble`` the settings of the rumble it names (None for
     an unknown one), ``received`` when it came (ms since the epoch). The writer parses and checks
@@ -62,7 +62,7 @@ def upload_work(
 
 
 def prepare(game: str, db: Store) -> None:
-    """Before the write lock: a process's first upload to a rumble reads its ratings copy (rumble.fields)."""
+    """Before the write lock: a process's first upload to a rumble reads its ratings copy (rumble.ingest.fields)."""
     found = rumble_id(db, game)
     if found is not None:  # (an unknown rumble's upload is refused in the transaction)
         fields.preload(db, found)
@@ -122,7 +122,7 @@ def store_checked(
     request context here: another thread's group may apply it)."""
     # Stamped under the write lock, so receive times never go backwards along the log.
     now = moment.now()
-    battle = ingest.with_receipt(battle, remote_addr, now)
+    battle = apply.with_receipt(battle, remote_addr, now)
     hour_ago = store.format_time(now - timedelta(hours=1))
     too_many = growth.refusal(
         db,
@@ -140,16 +140,16 @@ def store_checked(
     )
     if stranger.held is not None and suspicion is None:  # over the bound: logged, held for review
         battle, suspicion = replace(battle, state="flagged"), stranger.held
-    applied = ingest.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
+    applied = apply.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
     if applied.stored and battle.state == "ok":
         strangers.count(db, known_rumble_id(db, battle.game), battle, stranger, day)
     pair = None
     if applied.battle_id is not None and suspicion is not None:
         battle_states.record_flag_reason(db, applied.battle_id, suspicion, battle.received_at)
     # A melee battle arrives as up to 45 uploads but is one battle: one priority line for it,
-    # on the pair that opened it (rumble/priority.py, melee), not one per pair.
+    # on the pair that opened it (rumble/ingest/priority.py, melee), not one per pair.
     elif applied.battle_id is not None and (not rumble.melee or melee_battles.opens_battle(db, applied.battle_id)):
-        pair = ingest.next_priority_battle(
+        pair = apply.next_priority_battle(
             db,
             battle.game,
             settings["PRIORITY_BATCH"],

@@ -13,7 +13,7 @@ newcomer is taken whatever a flood left: a flood cannot close a rumble to the la
 
 from __future__ import annotations
 
-from rumble.battle import Battle
+from rumble.protocol.battle import Battle
 from rumble.rankings import uploader_trust
 from rumble.store import Store, bots, trust
 from rumble.store.rumbles import known_rumble_id

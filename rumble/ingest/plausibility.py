@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from rumble.battle import Battle
+from rumble.protocol.battle import Battle
 
 RRSERVER_MAX_SCORE = 10_000  # per battle of RRSERVER_ROUNDS rounds
 RRSERVER_ROUNDS = 35

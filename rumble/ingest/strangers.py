@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rumble.battle import Battle
+from rumble.protocol.battle import Battle
 from rumble.rankings import uploader_trust
 from rumble.store import Store, bots, trust
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rumble.battle import Battle, Side
 from rumble.protocol import ProtocolError
+from rumble.protocol.battle import Battle, Side
 from rumble.protocol.games import RumbleSettings
 from rumble.protocol.names import check_name
 

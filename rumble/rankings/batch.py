@@ -1,4 +1,4 @@
-"""The batch ranking methods by name, for the command line and the scheduled job.
+"""The batch ranking methods by name, for the command line and the hourly run.
 
 Every entry of METHODS is a ``rank(d) -> Ranking`` with its title over a pairwise matrix (see ``pairwise``), with
 each method's default options, so ``--method all`` is ``{name: rank(d) for name, rank in

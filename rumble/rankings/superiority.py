@@ -4,7 +4,7 @@ Choice: from the pairing APS and their battle-level variances, not a Bradley-Ter
 bootstrap. A bot's APS is a mean over its pairings, and the rankings already estimate its variance
 (scores.py, LiteRumble's 2026 interval): Var(APS) = (CI / 1.96)^2 = Σ Var_p/(n_p − 1) / (live·k).
 That costs nothing per page, is exact arithmetic over stored sums, and ranks by the same quantity
-the table is sorted by; a bootstrap over a million battles would have to run as a batch job.
+the table is sorted by; a bootstrap over a million battles would have to run on the schedule.
 
 For bots a and b with live pairings counts n_a, n_b:
 

@@ -3,7 +3,7 @@
 In a melee rumble the client uploads one battle as up to 45 pair results (protocol.md 7.5). Rating
 each pair upload as its own rating period would give every bot about nine periods per battle (a
 winner had over 4,000 Rank Points after its first battle, where seed 000 moves at most 500 a game).
-So a melee rumble rates a battle once, when it is reassembled and closed (rumble/melee.py), and
+So a melee rumble rates a battle once, when it is reassembled and closed (rumble/ingest/melee.py), and
 each bot of the battle gets exactly one step of every rating, all computed from the values as they
 stood before the battle:
 

@@ -7,7 +7,7 @@ the moment the lock is free, instead of polling SQLite's busy handler in millise
 
 Each connection keeps its own small cache (``_cache``: ids of bots and rumbles) and shares with
 the other connections of this process to the same file a second one (``shared``: the rumbles'
-in-memory ratings fields, rumble.fields), so that a worker's threads hold one copy of each field,
+in-memory ratings fields, rumble.ingest.fields), so that a worker's threads hold one copy of each field,
 not one each. Both are cleared when a write transaction rolls back or the file was restored.
 
 The server's connections turn SQLite's automatic WAL checkpoint off (``autocheckpoint=False``):
@@ -122,6 +122,15 @@ def connect(
     return db
 
 
+def keep_temporary_in_memory(db: Store) -> None:
+    """SQLite's temporary files kept in memory. A group applied in savepoints (rumble.store.group_commit,
+    after one of its works raised) keeps the first copy of every page a savepoint changes in a
+    sub-journal, which SQLite spills to a temporary file past 64 KiB: a file opened and deleted per
+    group and two writes per page, as many as the WAL's. In memory it is a group's pages, at most a
+    few MiB."""
+    db.conn.execute("PRAGMA temp_store = MEMORY")
+
+
 def try_lock(path: str | os.PathLike) -> IO | None:
     """``path`` opened and held with a non-blocking exclusive flock, or None if another holds it.
 
@@ -222,7 +231,7 @@ def data_version(db: Store) -> int:
 
 def note_log_write(db: Store) -> None:
     """Count a write by this connection to what ``rating_rows.version`` reads (the battle log, the
-    participant events, a rumble's generation). The ratings copies (rumble.fields) take a copy as
+    participant events, a rumble's generation). The ratings copies (rumble.ingest.fields) take a copy as
     current without asking the database only while no connection, this one included, wrote those."""
     db.log_writes += 1
 

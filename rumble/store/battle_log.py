@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from rumble.battle import Battle
+from rumble.protocol.battle import Battle
 from rumble.store import Store, note_log_write, waiting
 
 LOG_COLUMNS = (
@@ -65,7 +65,7 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
     )
     if cursor.rowcount != 1:
         return None
-    note_log_write(db)  # the ratings copies' version moved (rumble.fields)
+    note_log_write(db)  # the ratings copies' version moved (rumble.ingest.fields)
     waiting.battle_stored(db, rumble_id, first_id, second_id)  # its pair's sole uploader (rumble.store.waiting)
     return cursor.lastrowid
 
@@ -145,7 +145,7 @@ def scored_battle_runs(
 ) -> Iterator[list[tuple[int, int, int, int, int, int, int, str]]]:
     """The rumble's 'ok' battles with ids in (after, up_to], in log order, as lists of at most
     ``batch`` rows (id, first bot, second bot, first score, second score, first firsts, second
-    firsts, received_at): what the compiled replay reads (rumble.rebuild)."""
+    firsts, received_at): what the compiled replay reads (rumble.maintenance.rebuild)."""
     return log_pages(db, _SCORED, rumble_id, after, up_to, ("ok",), batch)
 
 

@@ -1,7 +1,7 @@
 """Battle states for the maintainers: choosing log rows by who, where, when and which client, and
 moving them between 'ok', 'flagged' and 'removed' (the only change the log's triggers allow).
 
-Nothing here deletes a row or touches a derived table: ``rumble.integrity`` recomputes those.
+Nothing here deletes a row or touches a derived table: ``rumble.maintenance.integrity`` recomputes those.
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ def active_count(db: Store, rumble_id: int) -> int:
 
 def record_event(db: Store, rumble_id: int, bot: int, active: bool, now: str, source: str) -> int:
     """Log a retirement (active False) or restoration, placed after the newest battle of the log; its id."""
-    note_log_write(db)  # the ratings copies' version moves (rumble.fields)
+    note_log_write(db)  # the ratings copies' version moves (rumble.ingest.fields)
     return row_id(
         db.execute(
             "INSERT INTO participant_events (rumble_id, bot_id, active, after_battle_id, happened_at, source) "

@@ -2,12 +2,12 @@
 all come from one uploader is *unconfirmed*, and a waiting priority battle of such a pairing is
 handed to another uploader first.
 
-One small hook in ``rumble.ingest.next_priority_battle``: before the queue's oldest waiting pair
+One small hook in ``rumble.ingest.apply.next_priority_battle``: before the queue's oldest waiting pair
 is handed out, ``pop_for_uploader`` looks at the waiting pairs (at most ``SCAN`` of them, oldest
 first) and hands this uploader the first one that another uploader alone has played; failing
 that, the first one that is not its own unconfirmed pairing. It returns None when neither exists,
 and the queue then goes on as before. Unconfirmed pairings reach the queue as they did before
-(few battles, then uncertainty: rumble/priority.py); nothing here changes how batches are chosen.
+(few battles, then uncertainty: rumble/ingest/priority.py); nothing here changes how batches are chosen.
 """
 
 from __future__ import annotations

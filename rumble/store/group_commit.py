@@ -3,7 +3,7 @@ applied together, in ONE transaction, by one of them.
 
 Every upload needs the database's write lock (``rumble.store.write``: a flock across processes,
 then ``BEGIN IMMEDIATE``), and each pays for taking it, for catching up its worker's ratings copy
-with what the other workers wrote meanwhile (rumble.fields) and for its COMMIT. Under load,
+with what the other workers wrote meanwhile (rumble.ingest.fields) and for its COMMIT. Under load,
 requests of one worker queue behind each other for that lock anyway; here the first of them
 (the *leader*) takes the lock once for all that are waiting when it starts, applies their works
 one after the other, commits, and only then wakes the others (the *followers*) with their

@@ -5,7 +5,7 @@ into rank_history under today's UTC date, once a day per rumble. Seed 002: XonSt
 calculated at the beginning of each day using the Elo values at that time ... per game type", so
 ``xonstat_rank`` is the bot's rank by XonStat Elo in its rumble that day (in a melee rumble the
 whole-battle XonStat Elo the tables show), ties broken by name; ``rank`` stays the APS rank. The
-scheduled job calls it (rumble/jobs.py); it is history, not derived from the log, so a rebuild
+hourly run calls it (rumble/schedule/hourly.py); it is history, not derived from the log, so a rebuild
 leaves it as it is.
 """
 

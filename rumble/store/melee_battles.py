@@ -1,4 +1,4 @@
-"""Reassembled melee battles, their bots and the ratings of whole melee battles (rumble/melee.py)."""
+"""Reassembled melee battles, their bots and the ratings of whole melee battles (rumble/ingest/melee.py)."""
 
 from __future__ import annotations
 
@@ -274,7 +274,7 @@ _KEYS = {
 
 def make_shadow(db: Store) -> None:
     """Empty TEMP copies of the melee tables, on this connection only: they hide the main tables
-    from its unqualified queries, so that ``rumble.melee`` replays into them without writing the
+    from its unqualified queries, so that ``rumble.ingest.melee`` replays into them without writing the
     database (no write lock); ``swap_shadow`` later moves the differences into the main tables."""
     drop_shadow(db)
     for kind in ("table", "index"):

@@ -52,7 +52,7 @@ def generation(db: Store, rumble_id: int) -> int:
 
 
 def bump_generation(db: Store, rumble_id: int) -> None:
-    note_log_write(db)  # the ratings copies' version moves (rumble.fields)
+    note_log_write(db)  # the ratings copies' version moves (rumble.ingest.fields)
     db.execute("UPDATE rumbles SET generation = generation + 1 WHERE id = ?", (rumble_id,))
 
 
@@ -82,7 +82,7 @@ def battles_since(db: Store, rumble_id: int, battle_id: int) -> list[tuple[int, 
 
 def bots_rated_by_melee_battles(db: Store, rumble_id: int, battle_ids: list[int]) -> list[int]:
     """The bots of the melee battles closed while one of ``battle_ids`` was applied (their ratings
-    changed with that upload, rumble/melee.py)."""
+    changed with that upload, rumble/ingest/melee.py)."""
     if not battle_ids:
         return []
     return [

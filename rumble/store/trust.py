@@ -33,7 +33,7 @@ def word(db: Store, party: str) -> str | None:
 
 def standing_of(db: Store, rumble_id: int, party: str) -> tuple[bool, str]:
     """(established, why) for ``party`` in the rumble: a maintainer's word first, then the standing
-    the batch job computed (two seeks)."""
+    the hourly run computed (two seeks)."""
     said = word(db, party)
     if said is not None:
         return said == "vouched", f"{said} by a maintainer"

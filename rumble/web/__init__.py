@@ -54,8 +54,8 @@ def close_thread_db() -> None:
 
 
 def preload_fields(app) -> None:
-    """Read every rumble with participants into this worker's in-memory copy (rumble.fields)."""
-    from rumble import fields
+    """Read every rumble with participants into this worker's in-memory copy (rumble.ingest.fields)."""
+    from rumble.ingest import fields
 
     with app.app_context():
         fields.preload_all(get_db())

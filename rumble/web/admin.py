@@ -12,7 +12,9 @@ from datetime import timedelta
 from flask import Blueprint, current_app, g, jsonify, redirect, render_template, request, url_for
 from flask.sessions import SecureCookieSessionInterface
 
-from rumble import ingest, integrity, maintenance_jobs, overrides, store
+from rumble import overrides, store
+from rumble.ingest import apply
+from rumble.maintenance import integrity, jobs
 from rumble.rankings.uploader_consistency import ALPHA
 from rumble.store import admin_sessions, battle_states, bots, maintainers, removals, stats, trust
 from rumble.store.rumbles import known_rumble_id, rumble_id
@@ -88,7 +90,7 @@ def audit_page():
         failures = admin_sessions.recent_failures(db)
         retirements = stats.retirements(db, None, limit=50)
         stored = overrides.load(db)
-        jobs = maintenance_jobs.recent(db)
+        recent_jobs = jobs.recent(db)
         words = trust.words(db)
     if request.args.get("api") == "1":
         return jsonify(rows)
@@ -106,7 +108,7 @@ def audit_page():
         removals=removal_requests,
         failures=failures,
         retirements=retirements,
-        jobs=jobs,
+        jobs=recent_jobs,
         words=words,
         uploaders_game=chosen if consistency is not None else None,
         consistency=consistency,
@@ -134,14 +136,14 @@ def flagged_page():
 @admin_required
 def retire():
     """Retire a bot from a rumble (form or JSON: game, name)."""
-    return _participation("retire", ingest.retire)
+    return _participation("retire", apply.retire)
 
 
 @bp.post("/restore")
 @admin_required
 def restore():
     """Bring a retired bot back into a rumble (form or JSON: game, name)."""
-    return _participation("restore", ingest.restore)
+    return _participation("restore", apply.restore)
 
 
 def _participation(action: str, change):
@@ -227,7 +229,7 @@ def _battle_action(action: str):
             maintainers.audit(db, g.admin, action, details, 0, store.format_time(now()))
         return _done(action, 400, error=str(problem))
     with store.read(db):  # what it will move: the battles that match now (the job moves these, and no later ones)
-        max_id = maintenance_jobs.newest_battle(db)
+        max_id = jobs.newest_battle(db)
         counts = battle_states.count_matching(db, selection, integrity.TRANSITIONS[action][0], max_id)
     if dry_run:
         with store.write(db):
@@ -241,7 +243,7 @@ def _battle_action(action: str):
             )
         return _done(action, dry_run=True, battles=sum(counts.values()), per_rumble=counts, replayed={})
     args = {
-        "criteria": maintenance_jobs.criteria(selection),
+        "criteria": jobs.criteria(selection),
         "max_id": max_id,
         "details": details,
         "min_battles": current_app.config["RUMBLE"]["PRIORITY_MIN_BATTLES"],
@@ -251,8 +253,8 @@ def _battle_action(action: str):
 
 def _start_job(kind: str, args: dict, **fields):
     """Record a maintenance job, start its process, answer 202 with its id (a browser: back to /admin)."""
-    job_id = maintenance_jobs.submit(get_db(), kind, args, g.admin)
-    maintenance_jobs.spawn(current_app.config["RUMBLE"]["DB"], job_id)
+    job_id = jobs.submit(get_db(), kind, args, g.admin)
+    jobs.spawn(current_app.config["RUMBLE"]["DB"], job_id)
     if g.admin_via == "session":
         return redirect(url_for("admin.audit_page"), code=303)
     response = jsonify(action=kind, job=job_id, state="queued", url=url_for("admin.job_page", id=job_id), **fields)
@@ -266,11 +268,9 @@ def job_page():
     """The newest maintenance jobs as JSON, or with ``id`` that job's row (state, progress, result or error)."""
     wanted = request.args.get("id", "")
     if not wanted:
-        return jsonify(maintenance_jobs.recent(get_db()))
+        return jsonify(jobs.recent(get_db()))
     found = (
-        maintenance_jobs.job_state(get_db(), int(wanted))
-        if wanted.isascii() and wanted.isdigit() and len(wanted) < 19
-        else None
+        jobs.job_state(get_db(), int(wanted)) if wanted.isascii() and wanted.isdigit() and len(wanted) < 19 else None
     )
     if found is None:
         return _done("job", 404, error=f"no job {wanted!r}")
@@ -315,7 +315,7 @@ def rebuild():
 @admin_required
 def batch():
     """Run the batch rankings now: for ``game``, or for every rumble whose log changed since its last run."""
-    from rumble import jobs
+    from rumble.schedule import hourly
 
     game = str(_values().get("game", "")).strip()
     details = {"via": g.admin_via, "remote_addr": request.remote_addr, "game": game or "stale"}
@@ -326,7 +326,7 @@ def batch():
             maintainers.audit(db, g.admin, "batch", details, 0, store.format_time(now()))
         return _done("batch", 400, error=details["error"])
     source = f"admin {g.admin}"
-    reports = [jobs.run_rumble(db, game, source=source)] if game else jobs.run_stale(db, source)
+    reports = [hourly.run_rumble(db, game, source=source)] if game else hourly.run_stale(db, source)
     runs = {r.game: {"run": r.run_id, "bots": int(r.ranked.kept.sum()), "battles": r.seen.battles} for r in reports}
     details["runs"] = runs
     with store.write(db):

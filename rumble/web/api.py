@@ -14,10 +14,10 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, render_template, request, send_file
 
-from rumble import exports
 from rumble.parameters import MAX_PAGE, ParameterError, whole_number
 from rumble.rankings.uploader_consistency import ALPHA
 from rumble.ratings.columns import STORED
+from rumble.schedule import exports
 from rumble.store import batch_runs, details, export, history, read
 from rumble.store.rumbles import rumble_rows
 from rumble.store.tables import RANKING_COLUMNS, RANKING_ORDER
@@ -358,7 +358,7 @@ def _ranking_export(melee: bool) -> Callable[[Any, int], tuple[list[str], Iterab
 
 
 def _snapshot_response(game: str, name: str, mimetype: str, download_name: str) -> Response:
-    """The rumble's snapshot of ``name`` (rumble.exports), sent from its file with its ETag and
+    """The rumble's snapshot of ``name`` (rumble.schedule.exports), sent from its file with its ETag and
     Last-Modified; conditional GET (304) and ranges as werkzeug's send_file does them."""
     settings = current_app.config["RUMBLE"]
     rid, melee = rumble_or_404(game), current_app.extensions["rumble.rumbles"][game].melee

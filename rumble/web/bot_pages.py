@@ -82,7 +82,7 @@ def bot_details() -> Response | str:
 
 def _melee(found: dict | None) -> dict | None:
     """A melee bot's whole-battle ratings for the page: Weng-Lin with σ grown up to now, μ − 3σ,
-    XonStat Elo per battle, and its latest reassembled battles (rumble/melee.py)."""
+    XonStat Elo per battle, and its latest reassembled battles (rumble/ingest/melee.py)."""
     if found is None:
         return None
     return {**melee_values(found["rating"], now().timestamp()), "battles": found["battles"]}

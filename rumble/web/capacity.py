@@ -12,7 +12,7 @@ and of those at most ``exports`` exports; a request over either bound is answere
 503 and ``Retry-After``, without reaching the app. A slot is held until the response has been
 sent in full (its iterable closed), so a streamed export keeps its slot while it streams. With
 THREADS threads per worker, THREADS − PAGE_REQUESTS of them are always left to the client's
-endpoints (see rumble/serving.py for the connections that have not sent a whole request yet).
+endpoints (see rumble/server/serving.py for the connections that have not sent a whole request yet).
 """
 
 from __future__ import annotations

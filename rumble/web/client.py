@@ -22,15 +22,15 @@ from werkzeug.exceptions import InternalServerError, MethodNotAllowed
 from werkzeug.wrappers import Response as PlainResponse
 from werkzeug.wsgi import ClosingIterator, get_content_length, get_input_stream
 
-from rumble import ingest, store
+from rumble import store
 from rumble.clock import Clock
-from rumble.ingest import decide
-from rumble.main_loop import current_loop
+from rumble.ingest import apply, decide
 from rumble.protocol import ProtocolError, replies
 from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.upload import decode_body, split_fields
 from rumble.rankings import uploader_trust
+from rumble.server.main_loop import current_loop
 from rumble.store import Store, battle_log, bots, removals, tables, trust
 from rumble.store.group_commit import run_in_group
 from rumble.store.rumbles import known_rumble_id, rumble_id
@@ -125,7 +125,7 @@ class UploadFront:
 
 def _after_answer(counts: Counts, db: Store, settings: dict) -> None:
     """Once the answer is on its way: the WAL checkpoint and the upload counts, each when due. In
-    the worker's main thread (rumble.main_loop), which must not wait for the write lock, a pool
+    the worker's main thread (rumble.server.main_loop), which must not wait for the write lock, a pool
     thread adds the counts."""
     store.checkpoint_if_due(db)
     loop = current_loop()
@@ -163,7 +163,7 @@ def _receive(environ: dict, db: Store, moment: datetime, settings: dict, extensi
     writer = extensions.get("rumble.writer")
     if writer is not None:
         # Parsed, checked and applied in a transaction shared with the other uploads waiting, by the
-        # server's writer process (rumble.store.single_writer), which answers once it is committed.
+        # server's writer process (rumble.server.single_writer), which answers once it is committed.
         # Why there and not here: see ``upload_work``.
         work = decide.upload_work(body, rumble, settings, received, settings["CLOCK"], remote_addr)
         return writer.run(db, work, partial(decide.prepare, game))
@@ -231,7 +231,7 @@ def remove_old_participant() -> Response:
     # follows the last one (rumble.web.page_data.public_source).
     source = f"RemoveOldParticipant (uploader {uploader}) from {address}"
     with store.write(db):
-        retired = ingest.retire(db, rid, bot, store.format_time(moment), source)
+        retired = apply.retire(db, rid, bot, store.format_time(moment), source)
         outcome = "retired" if retired else "already retired"
         removals.record(db, store.format_time(moment), address, request.user_agent.string, game, key, outcome)
     if not retired:

@@ -28,7 +28,7 @@ COLUMN_TITLES = {
     "battles": "Battles",
     "last_battle": "Last battle (UTC)",
 }
-# A melee rumble's columns from its whole battles (rumble/melee.py), after XonStat Elo (which in a
+# A melee rumble's columns from its whole battles (rumble/ingest/melee.py), after XonStat Elo (which in a
 # melee rumble is the battle-level one too).
 MELEE_TITLES = {"mu": "μ", "sigma": "σ", "conservative": "μ − 3σ", "melee_battles": "Melee battles"}
 
@@ -115,7 +115,7 @@ def stats_page(db, game: str | None) -> dict:
 
 def public_standings(db, rid: int) -> list[dict]:
     """Each uploader's standing in the rumble (who may retire bots, and why), established first, as
-    the batch job last computed it; a maintainer's vouch or revocation since then shows at once."""
+    the hourly run last computed it; a maintainer's vouch or revocation since then shows at once."""
     said = {w["party"]: w for w in trust.words(db)}
     rows = []
     for party, row in trust.standings(db, rid).items():

@@ -95,7 +95,7 @@ def history_plot() -> Response:
     with matplotlib.rc_context(_RC):
         if not rows:
             figure, (axes,) = _figure(height=1.5)
-            _empty(axes, "No daily snapshot yet: the scheduled job takes one each day.")
+            _empty(axes, "No daily snapshot yet: the hourly run takes one each day.")
             return _svg(figure)
         days = [date.fromisoformat(r["day"]) for r in rows]
         figure, (rank, aps, ratings) = _figure(3, height=6.0)

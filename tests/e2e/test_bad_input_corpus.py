@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from rumble.battle import Battle, Side
+from rumble.protocol.battle import Battle, Side
 from rumble.protocol.upload import format_upload
 
 from .e2e_support import post_like_java, read_only

@@ -17,7 +17,7 @@ from bad_input import HOSTILE, KNOWN, PARAMS, encode, path_for, protocol_problem
 from rumble import store
 from rumble.admin_tokens import hash_token, new_token, token_id
 from rumble.app import create_app
-from rumble.battle import Battle, Side
+from rumble.protocol.battle import Battle, Side
 from rumble.protocol.upload import format_upload
 from rumble.store import maintainers
 

@@ -27,10 +27,13 @@ def test_one_worker_of_rumble_serve_runs_the_batch_rankings(tmp_path):
             time.sleep(0.2)
         assert len(rows) == 20
         time.sleep(1.0)  # the other workers' first elections have happened by now
-        leaders = set(re.findall(r"\[(\d+)\] INFO rumble.jobs: process \d+ runs the batch rankings", server.output()))
+        leaders = set(
+            re.findall(r"\[(\d+)\] INFO rumble.schedule.hourly: process \d+ runs the batch rankings", server.output())
+        )
         assert len(leaders) == 1, server.output()
         assert (
-            "INFO rumble.jobs: batch rankings of roborumble (schedule): run 1, 20 bots, 250 battles" in server.output()
+            "INFO rumble.schedule.hourly: batch rankings of roborumble (schedule): run 1, 20 bots, 250 battles"
+            in server.output()
         )
     with read_only(server.db_path) as db:
         assert db.execute("SELECT source FROM batch_runs").fetchall() == [("schedule",)]

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from rumble.battle import Battle, Side
+from rumble.protocol.battle import Battle, Side
 from rumble.protocol.upload import format_upload
 
 from .e2e_support import live_server as start_live_server

@@ -1,5 +1,5 @@
 """Group commit on a real ``rumble serve`` (rumble/store/group_commit.py, applied by the writer
-process, rumble/store/single_writer.py): the uploads that wait for the write lock, whichever worker
+process, rumble/server/single_writer.py): the uploads that wait for the write lock, whichever worker
 received them, are stored in one transaction, each answered once and only after its COMMIT, and a
 battle that fails inside the group is rolled back alone. Should the writer process die, the
 workers store uploads themselves.
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from rumble.battle import Battle
+from rumble.protocol.battle import Battle
 from rumble.protocol.upload import format_upload
 
 from .e2e_support import live_server, post_like_java, read_only

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from rumble.battle import Battle, Side
+from rumble.protocol.battle import Battle, Side
 from rumble.protocol.upload import format_upload
 
 from .e2e_support import PairResult, assert_standings, expected_standings, post_like_java

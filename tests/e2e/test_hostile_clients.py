@@ -1,5 +1,5 @@
 """Slow, silent and never-reading clients cannot stop uploads (issue 11, item 1): ``rumble serve``'s
-threaded workers with read deadlines and a send timeout (rumble/serving.py), and capacity per
+threaded workers with read deadlines and a send timeout (rumble/server/serving.py), and capacity per
 request class (rumble/web/capacity.py).
 
 The first two tests run scripts/hostile_mix.py, small, against a real ``rumble serve``. No test here
@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import battle
 
-from rumble.battle import Battle
+from rumble.protocol.battle import Battle
 from rumble.protocol.upload import format_upload
 
 from .e2e_support import JAVA_POST_HEADERS, live_server, post_like_java
@@ -126,7 +126,7 @@ def _read_and_keep_open(address: tuple[str, int], stop: threading.Event, held: l
 def test_clients_that_never_close_their_side_do_not_hold_up_uploads(tmp_path):
     """gunicorn 27 closes a finished connection in the worker's main thread, waiting up to 2 s for
     the client to close its side; eight such clients held every other request of the worker (an
-    upload waited 15 s). rumble.serving leaves them to linger in the poller instead."""
+    upload waited 15 s). rumble.server.serving leaves them to linger in the poller instead."""
     with live_server(tmp_path, settings={"BATCH_INTERVAL_MINUTES": "0"}) as server:
         parts = urlsplit(server.url)
         stop, held = threading.Event(), []
@@ -173,7 +173,7 @@ def _received(sent: Battle) -> str:
 
 
 def test_uploads_are_answered_while_the_only_thread_waits_for_a_body(tmp_path):
-    """A whole upload is served in the worker's main thread (rumble.main_loop), not by a pool
+    """A whole upload is served in the worker's main thread (rumble.server.main_loop), not by a pool
     thread: with one thread, held by a chunked body that never ends, uploads are still answered at
     once: before the held body's 8 s read deadline, as its connection, still unanswered after them,
     shows. Served by the pool, each would wait for that deadline first."""
@@ -259,7 +259,7 @@ def _answers(sock: socket.socket, count: int) -> list[bytes]:
 
 def test_uploads_sent_together_on_one_connection_are_each_answered_in_order(strict_server):
     """Three uploads in one send: the main thread serves the first, and the rest, already read
-    with it, go on to a thread (rumble.serving); then two more, one at a time, on the same
+    with it, go on to a thread (rumble.server.serving); then two more, one at a time, on the same
     connection. Each gets its own answer, in order."""
     sent = [battle(first=f"piped.Bot{k} 1.0") for k in range(5)]
     requests_ = [_upload_head(format_upload(b)) + format_upload(b) for b in sent]

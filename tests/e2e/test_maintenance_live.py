@@ -18,12 +18,13 @@ import time
 
 import requests
 
-from rumble import ingest, settings, store
+from rumble import settings, store
 from rumble.app import prepare_database
-from rumble.battle import Battle, Side
+from rumble.ingest import apply
+from rumble.maintenance.rebuild import rebuild_rumble
+from rumble.protocol.battle import Battle, Side
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.upload import format_upload
-from rumble.rebuild import rebuild_rumble
 from rumble.store import battle_log, bots
 from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot
@@ -73,7 +74,7 @@ def _build(path) -> None:
                 db, rid, bots.bot_id(db, result.first.name, now), bots.bot_id(db, result.second.name, now), result
             )
         for name in BOTS:
-            ingest.activate(db, rid, bots.bot_id(db, name, now), now)
+            apply.activate(db, rid, bots.bot_id(db, name, now), now)
         rebuild_rumble(db, "roborumble", ROBORUMBLE.rounds, 3)
     db.close()
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from rumble.battle import Battle, Side
+from rumble.protocol.battle import Battle, Side
 from rumble.protocol.upload import format_upload
 
 from .e2e_support import JAVA_POST_HEADERS, live_server, read_only, skip_unless_ci

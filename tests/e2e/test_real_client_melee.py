@@ -154,7 +154,7 @@ def test_real_client_melee_battles_are_reassembled_and_rated_once(live_server: L
                 assert (battle["state"], battle["closed_by"]) == ("rated", "complete"), game
                 ranked = sorted(battle["bots"], key=lambda name: battle["bots"][name][1])
                 assert ranked[:2] == [winner, second] and battle["bots"][winner][1] == 1, game
-            else:  # a division's share of the battle waits for the timeout (rumble/melee.py)
+            else:  # a division's share of the battle waits for the timeout (rumble/ingest/melee.py)
                 assert (battle["state"], battle["closed_by"]) == ("open", None), game
             if game == "meleerumble":
                 scores_by_battle.append({name: score for name, (score, _) in battle["bots"].items()})

@@ -1,5 +1,5 @@
 """A writer process that hangs or dies under a steady stream of uploads, on a real ``rumble serve``
-(rumble/store/single_writer.py, ``Supervisor``): every upload is answered as accepted within the
+(rumble/server/single_writer.py, ``Supervisor``): every upload is answered as accepted within the
 client's 10 s read timeout, the server says the writer was replaced, a new writer process takes the
 uploads afterwards, and every accepted upload is in the log exactly once.
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from rumble.battle import Battle
+from rumble.protocol.battle import Battle
 from rumble.protocol.upload import format_upload
 
 from .e2e_support import LiveServer, live_server, post_like_java, read_only

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rumble.battle import Side
 from rumble.protocol import ProtocolError
+from rumble.protocol.battle import Side
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.upload import FIELDS, Policy, check_upload, format_upload, parse_upload
 

@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from rumble.priority import FEW_BATTLES, choose_pairs, pairing_priorities, pairing_priority
+from rumble.ingest.priority import FEW_BATTLES, choose_pairs, pairing_priorities, pairing_priority
 from rumble.rankings.scores import Pairing
 
 

@@ -1,4 +1,4 @@
-"""A process's in-memory ratings copy (rumble/fields.py) on a real database file: ``current`` asks
+"""A process's in-memory ratings copy (rumble/ingest/fields.py) on a real database file: ``current`` asks
 the database for the rumble's version only when another connection committed or this one wrote
 to the log, and over random sequences of battles (counted, held for review, repeated), retirements,
 restorations, rebuilds and rolled-back transactions, on this connection and on another, the copy
@@ -11,8 +11,10 @@ import random
 import pytest
 from conftest import battle
 
-from rumble import fields, ingest, maintenance, store
-from rumble.rebuild import rebuild_rumble
+from rumble import store
+from rumble.ingest import apply, fields
+from rumble.maintenance import swap
+from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.store import battle_states, bots, rating_rows
 from rumble.store.rumbles import rumble_id
 
@@ -53,7 +55,7 @@ def _fight(conn: store.Store, clock, rng: random.Random, stamp: list[int], state
     a, b = rng.sample(BOTS, 2)
     scores = (rng.randrange(1000, 6000), rng.randrange(1000, 6000))
     fought = battle(a, b, scores=scores, uploader="U", time_ms=stamp[0], state=state)
-    ingest.apply_battle(conn, ingest.with_receipt(fought, "127.0.0.1", clock.now()), 35, 3)
+    apply.apply_battle(conn, apply.with_receipt(fought, "127.0.0.1", clock.now()), 35, 3)
 
 
 def test_uploads_on_one_connection_ask_for_the_version_once(app, db, clock, monkeypatch):
@@ -120,8 +122,8 @@ def test_the_copy_is_what_a_fresh_connection_loads_through_every_change(app, db,
                     "SELECT id FROM battles WHERE state = 'ok' AND ? IN (first_bot_id, second_bot_id)", (gone,)
                 ).fetchall()
                 moved = frozenset(row[0] for row in found)
-                with maintenance.one_at_a_time(conn):
-                    maintenance.recompute(
+                with swap.one_at_a_time(conn):
+                    swap.recompute(
                         conn,
                         "roborumble",
                         35,
@@ -145,8 +147,8 @@ def test_the_copy_is_what_a_fresh_connection_loads_through_every_change(app, db,
                         rng.setstate(rng_state)
                     elif kind == "retire":
                         bot = rng.choice(ids)
-                        if not ingest.retire(conn, rid, bot, moment, "test"):
-                            ingest.restore(conn, rid, bot, moment, "test")
+                        if not apply.retire(conn, rid, bot, moment, "test"):
+                            apply.restore(conn, rid, bot, moment, "test")
                     elif kind == "undone":
                         _fight(conn, clock, rng, stamp)
                         raise Undone

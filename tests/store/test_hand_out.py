@@ -13,7 +13,8 @@ import random
 import pytest
 from conftest import battle
 
-from rumble import ingest, store
+from rumble import store
+from rumble.ingest import apply
 from rumble.protocol.replies import Kind
 from rumble.store import bots, priority_queue
 from rumble.store.confirmation_queue import hand_out
@@ -80,7 +81,7 @@ def test_hand_out_follows_the_rule(app, upload, db, clock, seed):
         db.execute("UPDATE battles SET state = 'flagged' WHERE id = ?", (flagged,))
     with store.write(db):
         for name in rng.sample(BOTS, 2):
-            ingest.retire(db, rid, ids[name], moment, "test")
+            apply.retire(db, rid, ids[name], moment, "test")
     checked = 0
     for _ in range(40):
         queue = rng.sample(pairs, rng.randrange(0, 9))

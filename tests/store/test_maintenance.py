@@ -1,4 +1,4 @@
-"""Maintenance computed aside (rumble/maintenance.py): uploads, retirements and revivals that arrive
+"""Maintenance computed aside (rumble/maintenance/swap.py): uploads, retirements and revivals that arrive
 while a rebuild or a rollback replays the log end in the same tables as a fresh blocking rebuild,
 bit for bit, and the upload path keeps the tables equal to a rebuild after the swap."""
 
@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 from conftest import battle, now_ms, vouch_for_local_uploads
 
-from rumble import fields, maintenance, maintenance_jobs, store
+from rumble import store
+from rumble.ingest import fields
+from rumble.maintenance import jobs, swap
+from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
-from rumble.rebuild import rebuild_rumble
 from rumble.store import rating_rows
 from rumble.store.battle_states import BattleFilter
 from rumble.store.rumbles import rumble_id
@@ -112,8 +114,8 @@ def test_uploads_during_a_rebuild_end_equal_to_a_fresh_rebuild(app, client, uplo
     db = store.connect(app.config["RUMBLE"]["DB"])
     before = db.execute("SELECT generation FROM rumbles WHERE name = 'roborumble'").fetchone()[0]
     meanwhile = Meanwhile(client, upload, rng)
-    with maintenance.one_at_a_time(db):
-        job = maintenance.recompute(db, "roborumble", ROUNDS, 3, meanwhile)
+    with swap.one_at_a_time(db):
+        job = swap.recompute(db, "roborumble", ROUNDS, 3, meanwhile)
     assert meanwhile.calls >= 2  # the aside replay, a catch-up (none under the swap's lock)
     assert job.replay.replayed == 150 + 12 + 6 + 1
     assert db.execute("SELECT generation FROM rumbles WHERE name = 'roborumble'").fetchone()[0] == before + 1
@@ -134,12 +136,12 @@ def test_a_rollback_computed_aside_moves_only_the_battles_that_matched_when_aske
     _season(upload, rng, 80, now)
     _season(upload, rng, 30, now - 1000, uploader="Mallory")
     db = store.connect(app.config["RUMBLE"]["DB"])
-    max_id = maintenance_jobs.newest_battle(db)
+    max_id = jobs.newest_battle(db)
     meanwhile = Meanwhile(client, upload, rng)
     meanwhile.upload = lambda result: upload(
         result.__class__(**{**vars(result), "uploader": "Mallory"})
     )  # more of Mallory's
-    outcome = maintenance_jobs.change_battles(
+    outcome = jobs.change_battles(
         db,
         "rollback",
         BattleFilter(uploader="Mallory"),
@@ -173,8 +175,8 @@ def test_a_restore_or_a_blocking_rebuild_meanwhile_stops_it_with_nothing_written
             with store.write(other):
                 rebuild_rumble(other, "roborumble", ROUNDS, 3)
 
-    with pytest.raises(maintenance.Conflict, match="restored or rebuilt by other means"):
-        maintenance.recompute(db, "roborumble", ROUNDS, 3, rebuild_elsewhere, frozenset({1, 2}), "removed")
+    with pytest.raises(swap.Conflict, match="restored or rebuilt by other means"):
+        swap.recompute(db, "roborumble", ROUNDS, 3, rebuild_elsewhere, frozenset({1, 2}), "removed")
     assert _tables(db) == before
     assert db.execute("SELECT count(*) FROM battles WHERE state != 'ok'").fetchone()[0] == 0
     other.close()

@@ -9,8 +9,10 @@ from datetime import timedelta
 
 from conftest import battle
 
-from rumble import ingest, maintenance, store
-from rumble.rebuild import rebuild_rumble
+from rumble import store
+from rumble.ingest import apply
+from rumble.maintenance import swap
+from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.store import battle_states, bots, missing_pairings
 from rumble.store.migrations import migrate, migration_files
 from rumble.store.rumbles import rumble_id
@@ -21,7 +23,7 @@ GAME = "roborumble"
 def _play(db, clock, first: str, second: str, offset: int = 0) -> None:
     result = replace(battle(first, second, time_ms=clock.now_ms() + offset), received_at=store.format_time(clock.now()))
     with store.write(db):
-        ingest.apply_battle(db, result, 35, 3)
+        apply.apply_battle(db, result, 35, 3)
 
 
 def _missing(db) -> set[frozenset[str]]:
@@ -44,12 +46,12 @@ def test_a_retired_bot_lacks_nothing_and_comes_back_lacking_only_the_unplayed(db
     _triangle_and_newcomer(db, clock)
     rid, d = rumble_id(db, GAME), bots.find_bot(db, "d.D 1")
     with store.write(db):
-        ingest.retire(db, rid, d, store.utc_now(), "test")
+        apply.retire(db, rid, d, store.utc_now(), "test")
     assert _missing(db) == set()
     _play(db, clock, "e.E 1", "a.A 1", 10)  # E enters while D is retired: it lacks B and C, not D
     assert _missing(db) == {frozenset("BE"), frozenset("CE")}
     with store.write(db):
-        ingest.restore(db, rid, d, store.utc_now(), "test")
+        apply.restore(db, rid, d, store.utc_now(), "test")
     assert _missing(db) == {frozenset(p) for p in ("BD", "CD", "DE", "BE", "CE")}
 
 
@@ -57,13 +59,13 @@ def test_pairs_queued_as_priority_battles_are_held_out_until_forgotten(db, clock
     _triangle_and_newcomer(db, clock)
     now = clock.now()
     with store.write(db):
-        first = ingest.next_priority_battle(db, GAME, 8, 3, 5.0, random.Random(1), now)
+        first = apply.next_priority_battle(db, GAME, 8, 3, 5.0, random.Random(1), now)
     assert set(first) <= {"b.B 1", "c.C 1", "d.D 1"} and "d.D 1" in first  # a missing pairing first
     assert _missing(db) == set()  # both missing pairings are queued now
     with store.write(db):  # six minutes later the hold of five has passed: unplayed pairs may be asked for again
         for _ in range(8):  # empty the queue (the rest of the batch is handed out)
-            ingest.next_priority_battle(db, GAME, 8, 3, 5.0, random.Random(1), now)
-        ingest.next_priority_battle(db, GAME, 8, 3, 5.0, random.Random(1), now + timedelta(minutes=6))
+            apply.next_priority_battle(db, GAME, 8, 3, 5.0, random.Random(1), now)
+        apply.next_priority_battle(db, GAME, 8, 3, 5.0, random.Random(1), now + timedelta(minutes=6))
     # Both came back and one was queued again at once (it is first in the new batch); none of it is lost.
     queued = {frozenset(p) for p in db.execute("SELECT bot_id, opponent_id FROM priority_battles").fetchall()}
     ids = {bots.find_bot(db, f"{c.lower()}.{c} 1"): c for c in "BCD"}
@@ -93,7 +95,7 @@ def test_a_held_pairing_played_during_its_hold_stays_out_of_the_priority_index_a
     _triangle_and_newcomer(db, clock)
     rid = rumble_id(db, GAME)
     with store.write(db):
-        ingest.next_priority_battle(db, GAME, 8, 3, 5.0, random.Random(1), clock.now())
+        apply.next_priority_battle(db, GAME, 8, 3, 5.0, random.Random(1), clock.now())
     held = db.execute("SELECT bot_id, opponent_id FROM priority_battles WHERE rumble_id = ?", (rid,)).fetchall()
     played = db.execute("SELECT bot_id, opponent_id FROM pairings WHERE priority IS NULL AND bot_id < opponent_id")
     a, b = sorted(set(held) & set(played.fetchall()))[0]  # a pairing with battles, queued for another
@@ -120,8 +122,8 @@ def test_a_rollback_swapped_in_by_a_maintenance_job_makes_its_pairing_missing_ag
     def roll_back(db, job) -> None:
         battle_states.set_state_of(db, [ac], ["ok"], "removed")
 
-    with maintenance.one_at_a_time(db):
-        maintenance.recompute(db, GAME, 35, 3, moved=frozenset({ac}), moved_to="removed", in_swap=roll_back)
+    with swap.one_at_a_time(db):
+        swap.recompute(db, GAME, 35, 3, moved=frozenset({ac}), moved_to="removed", in_swap=roll_back)
     assert _missing(db) == {frozenset("AC"), frozenset("BD"), frozenset("CD")}
     with store.write(db):
         missing_pairings.refill(db, rumble_id(db, GAME))
@@ -170,13 +172,13 @@ def test_every_missing_pairing_is_about_equally_likely_in_a_batch(db, clock):
     now = store.utc_now()
     with store.write(db):
         for k in range(10):
-            ingest.activate(db, rid, bots.bot_id(db, f"p.Bot{k} 1", now), now)
+            apply.activate(db, rid, bots.bot_id(db, f"p.Bot{k} 1", now), now)
     assert len(missing_pairings.pairs_of(db, rid)) == 45
     rng, counts = random.Random(5), {}
     for _ in range(600):
         try:
             with store.write(db):
-                ingest.next_priority_battle(db, GAME, 8, 3, 5.0, rng, clock.now())
+                apply.next_priority_battle(db, GAME, 8, 3, 5.0, rng, clock.now())
                 for pair in db.execute("SELECT bot_id, opponent_id FROM priority_battles").fetchall():
                     counts[pair] = counts.get(pair, 0) + 1
                 raise _Undo

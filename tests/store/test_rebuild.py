@@ -9,13 +9,14 @@ from collections import defaultdict
 import pytest
 from conftest import battle, now_ms
 
-from rumble import rebuild, store
+from rumble import store
 from rumble.app import create_app
-from rumble.importer import read_battles, store_battles
-from rumble.ingest import restore, retire
+from rumble.ingest.apply import restore, retire
+from rumble.maintenance import rebuild
+from rumble.maintenance.importer import read_battles, store_battles
+from rumble.maintenance.rebuild import rebuild_rumble, start
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
-from rumble.rebuild import rebuild_rumble, start
 from rumble.store.battle_log import LOG_COLUMNS, log_rows, newest_id
 from rumble.store.bots import find_bot
 from rumble.store.rumbles import rumble_id
@@ -186,7 +187,7 @@ def _replayed(db, game: str, compiled: bool) -> tuple[dict, list, list, list, li
 
 @pytest.mark.parametrize("seed", [3, 4])
 def test_compiled_replay_equals_the_python_replay_and_online_bit_for_bit(app, client, upload, seed):
-    """The compiled replay (rumble.compiled_replay) against the battle-by-battle Python replay and the
+    """The compiled replay (rumble.maintenance.compiled_replay) against the battle-by-battle Python replay and the
     online tables, every stored value compared with ==, on 1v1 rumbles with retirements, revivals,
     restorations and a rumble scored by survival (twin duel)."""
     _session_with_events(app, client, upload, random.Random(seed))
@@ -224,7 +225,7 @@ def _every_derived_row(db) -> dict[str, list[tuple]]:
 def test_without_numpys_exp_loop_a_rebuild_replays_battle_by_battle_and_equals_online(app, client, upload, monkeypatch):
     """With rumble.ratings.numpy_exp.LOOP None (numpy's loop not callable from compiled code), no
     replay is compiled, and the rebuild still reproduces the online tables bit for bit."""
-    from rumble import rebuild
+    from rumble.maintenance import rebuild
     from rumble.ratings import numpy_exp
 
     _random_session(client, upload, random.Random(3))

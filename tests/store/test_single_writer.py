@@ -1,4 +1,4 @@
-"""The writer process (rumble/store/single_writer.py) on a real database file: a work sent to it
+"""The writer process (rumble/server/single_writer.py) on a real database file: a work sent to it
 is applied in a committed transaction and its result or its exception comes back; works sent
 together while the write lock is taken go in one transaction; without the process, a worker
 applies its work itself; and the process ends with the one that started it."""
@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from rumble import main_loop, store
-from rumble.main_loop import Task
-from rumble.store import admin_settings, group_commit, single_writer
+from rumble import store
+from rumble.server import main_loop, single_writer
+from rumble.server.main_loop import Task
+from rumble.store import admin_settings, group_commit
 from rumble.store.group_commit import Work
 from tests.e2e.test_group_commit import _commits  # transactions counted in the WAL file
 
@@ -273,7 +274,7 @@ def test_the_writer_process_ends_when_the_process_that_started_it_is_gone(tmp_pa
     path = tmp_path / "rumble.db"
     store.connect(path).close()
     code = (
-        "import sys, os; from rumble.store import single_writer; "
+        "import sys, os; from rumble.server import single_writer; "
         f"started = single_writer.start({str(path)!r}, 'NORMAL'); print(started.pid, flush=True); os._exit(0)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
@@ -340,7 +341,7 @@ def test_socket_directories_left_by_killed_writers_are_removed_and_live_ones_kep
 
 
 class _Loop:
-    """A loop for tasks (rumble.main_loop.Loop), as a worker's main thread runs one: a poller, calls
+    """A loop for tasks (rumble.server.main_loop.Loop), as a worker's main thread runs one: a poller, calls
     for its next turn, checks at every turn. ``run_until`` turns it until a condition holds."""
 
     def __init__(self) -> None:
@@ -401,7 +402,7 @@ def _sleep_then_put(name: str, db: store.Store) -> int:
 
 
 def test_tasks_share_one_channel_and_each_is_resumed_with_its_own_answer(writer, open_writer):
-    """Main-thread tasks (rumble.main_loop) send their works on one connection, all in flight at
+    """Main-thread tasks (rumble.server.main_loop) send their works on one connection, all in flight at
     once, and each is resumed with its own result or exception, as the thread's own ``run`` gives."""
     path, started = writer
     db = store.connect(path, migrate=False)
@@ -530,7 +531,7 @@ def test_a_worker_yields_to_the_writer_by_scheduling_class_not_by_nice():
     keeps its nice value: a nice of 5 as well cost uploads (single_writer.yield_cpu_to_writer).
     In a process of its own, so that this one's scheduling is left alone."""
     probe = (
-        "import os; from rumble.store import single_writer; before = os.nice(0); "
+        "import os; from rumble.server import single_writer; before = os.nice(0); "
         "single_writer.yield_cpu_to_writer(); "
         "print(os.nice(0) - before, os.sched_getscheduler(0) == os.SCHED_BATCH)"
     )

@@ -10,8 +10,9 @@ import random
 import pytest
 from conftest import battle
 
-from rumble import ingest, store
-from rumble.rebuild import rebuild_rumble
+from rumble import store
+from rumble.ingest import apply
+from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.store import battle_states, bots, pairings
 from rumble.store.rumbles import rumble_id
 
@@ -42,7 +43,7 @@ def test_totals_from_the_copy_are_the_tables_through_every_change(app, db, clock
         a, b = rng.sample(BOTS, 2)
         scores = (rng.randrange(1000, 6000), rng.randrange(1000, 6000))
         fought = battle(a, b, scores=scores, uploader="U", time_ms=stamp[0])
-        ingest.apply_battle(conn, ingest.with_receipt(fought, "127.0.0.1", clock.now()), 35, 3)
+        apply.apply_battle(conn, apply.with_receipt(fought, "127.0.0.1", clock.now()), 35, 3)
 
     with store.write(db):
         for _ in range(10):
@@ -61,8 +62,8 @@ def test_totals_from_the_copy_are_the_tables_through_every_change(app, db, clock
                     fight(conn)
                 elif kind == "retire":
                     bot = rng.choice(ids)
-                    if not ingest.retire(conn, rid, bot, moment, "test"):
-                        ingest.restore(conn, rid, bot, moment, "test")
+                    if not apply.retire(conn, rid, bot, moment, "test"):
+                        apply.restore(conn, rid, bot, moment, "test")
                 elif kind == "undone":
                     fight(conn)
                     raise Undone

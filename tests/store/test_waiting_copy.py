@@ -12,7 +12,8 @@ import random
 import pytest
 from conftest import battle
 
-from rumble import ingest, store
+from rumble import store
+from rumble.ingest import apply
 from rumble.store import battle_states, bots, priority_queue
 from rumble.store.confirmation_queue import hand_out
 from rumble.store.rumbles import rumble_id
@@ -35,7 +36,7 @@ def test_hand_outs_from_the_copy_follow_the_rule_while_everything_changes(app, d
     def store_battle(conn: store.Store, a: str, b: str) -> None:
         stamp[0] += 1
         fought = battle(a, b, uploader=rng.choice(UPLOADERS), time_ms=stamp[0])
-        ingest.apply_battle(conn, ingest.with_receipt(fought, "127.0.0.1", clock.now()), 35, 3)
+        apply.apply_battle(conn, apply.with_receipt(fought, "127.0.0.1", clock.now()), 35, 3)
 
     with store.write(db):
         for i, name in enumerate(BOTS):  # every bot a participant
@@ -83,7 +84,7 @@ def test_hand_outs_from_the_copy_follow_the_rule_while_everything_changes(app, d
                 battle_states.set_battle_state(conn, rng.choice(found), rng.choice(["flagged", "ok"]))
             else:
                 bot = ids[rng.choice(BOTS)]
-                if not ingest.retire(conn, rid, bot, moment, "test"):
-                    ingest.restore(conn, rid, bot, moment, "test")
+                if not apply.retire(conn, rid, bot, moment, "test"):
+                    apply.restore(conn, rid, bot, moment, "test")
     assert checked >= 60  # most hand-outs hand something out
     assert min(kinds.values()) >= 10  # every kind of change happened between them

@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
-from rumble import jobs
 from rumble.rankings.batch import METHODS
+from rumble.schedule import hourly
 from rumble.web.pages import BATCH_TITLES
 
 
@@ -19,7 +19,7 @@ def db(demo_db):
 @pytest.fixture
 def ranked(db):
     """The demo rumble after one complete batch run."""
-    return jobs.run_rumble(db, "roborumble")
+    return hourly.run_rumble(db, "roborumble")
 
 
 def test_before_any_run_the_page_says_how_to_run_one(db, client):
@@ -67,7 +67,7 @@ def test_an_unknown_game_is_404(client):
 def test_rankings_rows_carry_the_latest_batch_ranks_and_scores(db, client):
     before = client.get("/Rankings?game=roborumble&api=1").json
     assert all(row["schulze_rank"] is None for row in before)
-    jobs.run_rumble(db, "roborumble")
+    hourly.run_rumble(db, "roborumble")
     rows = client.get("/Rankings?game=roborumble&api=1").json
     assert all(row[f"{m}_rank"] >= 1 for row in rows for m in METHODS)
     assert all(row["borda_score"] > 0 and row["schulze_score"] is None for row in rows)

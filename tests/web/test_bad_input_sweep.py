@@ -22,6 +22,7 @@ from conftest import battle, maintainer_token
 from flask import Flask, request
 from werkzeug.datastructures import ImmutableMultiDict
 
+from rumble.maintenance import jobs
 from rumble.protocol.upload import FIELDS, format_upload
 
 # JSON bodies to the admin POSTs can carry what a form cannot: other types and lone surrogates.
@@ -88,11 +89,10 @@ class RecordingArgs(ImmutableMultiDict):
 
 @pytest.fixture
 def swept_app(app, demo_db, monkeypatch):
-    from rumble import maintenance_jobs
 
     # An accepted /admin rebuild, flag, rollback or unflag is recorded as a job (202); its process
     # is not started here: the sweep is about parsing, and hundreds of replays would add nothing.
-    monkeypatch.setattr(maintenance_jobs, "spawn", lambda db_path, job_id: None)
+    monkeypatch.setattr(jobs, "spawn", lambda db_path, job_id: None)
 
     class Recording(Flask.request_class):
         parameter_storage_class = RecordingArgs
@@ -113,7 +113,7 @@ def page_problem(endpoint: str, response, authenticated: bool) -> str | None:
     if status in (400, 401, 403, 404, 405, 429):
         return None if body.strip() and b"Internal Server Error" not in body else f"{status} without a reason"
     if status == 202 and endpoint.startswith("admin.") and authenticated:
-        return None  # a maintenance job recorded (rumble.maintenance_jobs), its answer JSON with the job's id
+        return None  # a maintenance job recorded (rumble.maintenance.jobs), its answer JSON with the job's id
     if status == 303 and endpoint.startswith("admin."):
         return None  # a browser form's answer: back to /admin or the login page
     if status == 308 and response.location:

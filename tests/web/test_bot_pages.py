@@ -14,8 +14,9 @@ import statistics
 import pytest
 from conftest import battle, now_ms
 
-from rumble import jobs, store
+from rumble import store
 from rumble.protocol.replies import Kind
+from rumble.schedule import hourly
 
 A, B, C, D, E = "alpha.Alpha 1.0", "beta.Beta 1.0", "gamma.Gamma 1.0", "delta.Delta 1.0", "eps.Eps 1.0"
 # (first, second, first score, second score, first firsts, second firsts)
@@ -100,7 +101,7 @@ def test_expected_score_and_pbi_follow_roborumble_elo(rumble, client):
 def test_bot_details_carry_knnpbi_and_npp_after_a_batch_run(rumble, app, client):
     db = store.connect(app.config["RUMBLE"]["DB"])
     try:
-        jobs.run_rumble(db, "roborumble")
+        hourly.run_rumble(db, "roborumble")
     finally:
         db.close()
     data = _get(client, "/BotDetails", name=A, api="1").json

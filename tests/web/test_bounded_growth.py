@@ -9,7 +9,7 @@ import sqlite3
 import numpy as np
 from conftest import battle, maintainer_token, post_upload
 
-from rumble import fields
+from rumble.ingest import fields
 from rumble.protocol.replies import Kind
 from rumble.ratings.online import GROWTH_STEP, Field
 from rumble.store.rumbles import rumble_id

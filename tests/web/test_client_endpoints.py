@@ -13,7 +13,7 @@ from rumble.ingest import decide as decide_module
 from rumble.protocol import replies
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.upload import format_upload
-from rumble.store import single_writer
+from rumble.server import single_writer
 
 
 def _db(app) -> sqlite3.Connection:

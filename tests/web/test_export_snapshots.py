@@ -1,4 +1,4 @@
-"""Bulk exports served from snapshot files (rumble.exports): length, ETag and Last-Modified with
+"""Bulk exports served from snapshot files (rumble.schedule.exports): length, ETag and Last-Modified with
 conditional GET, a new snapshot once the rumble changed (at once, or after EXPORT_MAX_AGE_MINUTES),
 old snapshots removed, builds bounded (one per export, EXPORT_BUILDS in all, the previous snapshot
 or a 503 meanwhile), the batch job's refresh, and CSV cells that would start a formula.
@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 from conftest import battle, now_ms
 
-from rumble import exports, jobs, store
+from rumble import store
 from rumble.app import create_app
 from rumble.protocol.replies import Kind
 from rumble.protocol.upload import format_upload
+from rumble.schedule import exports, hourly
 from rumble.web import close_thread_db
 
 A, B, C = "alpha.Alpha 1.0", "beta.Beta 1.0", "gamma.Gamma 1.0"
@@ -277,8 +278,11 @@ def test_the_batch_job_rewrites_the_stale_snapshots_that_were_asked_for(app, cli
     assert upload(battle(B, A, scores=(5000, 5000))).kind is Kind.ACCEPTED
     db = store.connect(app.config["RUMBLE"]["DB"])
     try:
-        assert jobs.refresh_exports(db, app.config["RUMBLE"]) == ["roborumble/battles.csv", "roborumble/rumble.sqlite"]
-        assert jobs.refresh_exports(db, app.config["RUMBLE"]) == []  # nothing changed since
+        assert hourly.refresh_exports(db, app.config["RUMBLE"]) == [
+            "roborumble/battles.csv",
+            "roborumble/rumble.sqlite",
+        ]
+        assert hourly.refresh_exports(db, app.config["RUMBLE"]) == []  # nothing changed since
     finally:
         db.close()
     folder = tmp_path / "exports" / "roborumble"

@@ -7,8 +7,8 @@ import re
 from conftest import battle, now_ms
 
 from rumble import store
-from rumble.jobs import take_daily_snapshot
 from rumble.protocol.replies import Kind
+from rumble.schedule.hourly import take_daily_snapshot
 from rumble.store.history import snapshot_day, today
 
 OLD, NEW, B, C = "alpha.Alpha 1.0", "alpha.Alpha 1.1", "beta.Beta 1.0", "gamma.Gamma 1.0"

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 from conftest import battle, now_ms, vouch_for_local_uploads
 
-from rumble import fields, store
+from rumble import store
 from rumble.app import create_app
+from rumble.ingest import fields
+from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.upload import format_upload
 from rumble.ratings.online import Field
-from rumble.rebuild import rebuild_rumble
 from rumble.store.tables import snapshot
 from rumble.web import close_thread_db, get_db
 

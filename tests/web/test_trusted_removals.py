@@ -13,8 +13,9 @@ import re
 import pytest
 from conftest import battle, maintainer_token, post_upload
 
-from rumble import jobs, store
+from rumble import store
 from rumble.protocol.replies import Kind
+from rumble.schedule import hourly
 from rumble.store import removals
 from rumble.web import client as client_views
 from rumble.web.refusal_counter import refusals_for
@@ -105,7 +106,7 @@ def test_one_accepted_upload_does_not_make_a_stranger_established(app, client, l
         "only an established uploader may retire bots: a maintainer can vouch for yours\n"
     )
     db = store.connect(app.config["RUMBLE"]["DB"])
-    jobs.refresh_standings(db)  # what the hourly batch run computes
+    hourly.refresh_standings(db)  # what the hourly batch run computes
     db.close()
     assert _remove(client, STRANGER) == (
         "OK. ERROR: uploader Mallory@10.66.6.0/24 is not established in roborumble (0 battles on 0 pairings "
@@ -172,7 +173,7 @@ def test_an_uploader_earns_trust_by_agreeing_with_the_vouched_one(app, client, c
                 assert _upload_from(client, addr, uploader=who, time_ms=when, **sent).kind is Kind.ACCEPTED
     assert _remove(client, "10.2.2.2").startswith("OK. ERROR: uploader Bob@10.2.2.0/24 is not established")
     db = store.connect(app.config["RUMBLE"]["DB"])
-    assert jobs.refresh_standings(db) == {"roborumble": 3}  # Bob, Jane Doe, and the test app's local client
+    assert hourly.refresh_standings(db) == {"roborumble": 3}  # Bob, Jane Doe, and the test app's local client
     db.close()
     assert _remove(client, "10.2.2.2") == "OK. sample.Walls 0.9b retired from roborumble\n"
     assert _logged(app) == [("10.2.2.2", "sample.Walls_0.9b", "retired")]

@@ -12,9 +12,11 @@ from admin_jobs import post_and_wait
 from conftest import audit_rows, battle, post_upload, vouch_for_local_uploads
 from conftest import maintainer_token as _token
 
-from rumble import ingest, jobs, store
+from rumble import store
+from rumble.ingest import apply
+from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.protocol.replies import Kind
-from rumble.rebuild import rebuild_rumble
+from rumble.schedule import hourly
 from rumble.store import bots, history, priority_queue
 from rumble.store.confirmation_queue import pop_for_uploader
 from rumble.store.rumbles import rumble_id
@@ -85,7 +87,7 @@ def test_the_scheduled_run_holds_a_flagged_uploaders_battles_until_a_maintainer_
     maintainer released them (unflag), the next run leaves them alone."""
     _rumble_with_a_cheat(upload, clock)
     db = store.connect(app.config["RUMBLE"]["DB"])
-    assert jobs.hold_flagged(db, 3) == {"roborumble": {"cheat": 40}}
+    assert hourly.hold_flagged(db, 3) == {"roborumble": {"cheat": 40}}
     online = snapshot(db)
     db.conn.execute("BEGIN IMMEDIATE")
     rebuild_rumble(db, "roborumble", 35, 3)
@@ -99,12 +101,12 @@ def test_the_scheduled_run_holds_a_flagged_uploaders_battles_until_a_maintainer_
         "cheat": {"flagged": 40},
     }
     (entry,) = [row for row in audit_rows(app) if row["action"] == "flag"]
-    assert entry["who"] == jobs.AUTO_HOLD and entry["battles"] == 40
+    assert entry["who"] == hourly.AUTO_HOLD and entry["battles"] == 40
     assert entry["details"]["reason"].startswith(f"flagged: {BOTS[0]} scores +")
     answer, job = post_and_wait(client, "/admin/unflag", _auth(app), json={"uploader": "cheat"})
     assert job["result"]["battles"] == 40
     db = store.connect(app.config["RUMBLE"]["DB"])
-    assert jobs.hold_flagged(db, 3) == {}  # released by a maintainer: left to the maintainers
+    assert hourly.hold_flagged(db, 3) == {}  # released by a maintainer: left to the maintainers
     db.close()
     assert _states(app)["cheat"] == {"ok": 40}
 
@@ -206,7 +208,7 @@ def test_a_waiting_unconfirmed_pairing_goes_to_another_uploader_first(app, uploa
         assert set(pop_for_uploader(db, rid, "U2", moment)) == {"a.A 1", "b.B 1"}
         # U3 finds only the confirmed C-D: no preference, the queue goes on as before (oldest first)
         assert pop_for_uploader(db, rid, "U3", moment) is None
-        assert set(ingest.next_priority_battle(db, "roborumble", 8, 3, 10, random.Random(1), clock.now(), "U3")) == {
+        assert set(apply.next_priority_battle(db, "roborumble", 8, 3, 10, random.Random(1), clock.now(), "U3")) == {
             "c.C 1",
             "d.D 1",
         }

@@ -32,4 +32,4 @@ class Battle:
     second: Side
     received_at: str = ""  # server time, "YYYY-MM-DD HH:MM:SS.mmm" UTC, set when received
     remote_addr: str | None = None
-    state: str = "ok"  # ok | flagged (held for review) | removed (rolled back); rumble/integrity.py
+    state: str = "ok"  # ok | flagged (held for review) | removed (rolled back); rumble/maintenance/integrity.py

@@ -1,6 +1,6 @@
 """Rebuild, flag, roll back and unflag without blocking uploads: compute aside, catch up, swap.
 
-``rumble.rebuild.rebuild_rumble`` holds the write lock while it replays a whole log (49.8 s for
+``rumble.maintenance.rebuild.rebuild_rumble`` holds the write lock while it replays a whole log (49.8 s for
 the 1,200-bot, 720,000-battle ladder), so every upload meanwhile times out. ``recompute`` replays
 the same log through the same code (``rebuild.advance``; the first pass of a 1v1 rebuild in compiled
 code, ``rebuild.advance_any``) outside the lock instead:
@@ -17,7 +17,7 @@ code, ``rebuild.advance_any``) outside the lock instead:
    and active flag (a row per bot), the melee rows that differ. The generation is bumped, as
    ``rebuild_rumble`` does, so every worker brings its copy of the field up to date: the swap
    records which pairings it rewrote (``field_swaps``), and a worker one generation behind reads
-   just those, every bot's ratings and active flag, and the battles since its copy (rumble/fields.py),
+   just those, every bot's ratings and active flag, and the battles since its copy (rumble/ingest/fields.py),
    instead of the whole rumble (1.2 s for 1,200 bots, which an upload would wait for).
 
 The tables equal those of a blocking rebuild at the moment of the swap, bit for bit: the replay is
@@ -36,7 +36,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from rumble import priority, rebuild
+from rumble.ingest import priority
+from rumble.maintenance import rebuild
 from rumble.rankings import scores
 from rumble.rankings.scores import Totals
 from rumble.store import (
@@ -58,7 +59,7 @@ from rumble.store.rumbles import rumble_id as find_rumble_id
 CATCH_UP_ROUNDS = 6  # snapshots after the first replay; each replays what arrived during the last
 FEW_LEFT = 200  # battles left for the swap to replay under the lock (a few ms each)
 # A worker catches up on at most this many rewritten pairings under the write lock (one indexed read
-# each); after a bigger swap it reads the whole rumble again, outside the lock (rumble/fields.py).
+# each); after a bigger swap it reads the whole rumble again, outside the lock (rumble/ingest/fields.py).
 WORKER_CATCH_UP_PAIRS = 5_000
 
 
@@ -89,7 +90,7 @@ class Job:
     melee: bool
     epoch: int
     generation: int
-    sweeps: int = 0  # the rumble's recorded melee sweeps: each bumps the generation once (rumble.melee.sweep)
+    sweeps: int = 0  # the rumble's recorded melee sweeps: each bumps the generation once (rumble.ingest.melee.sweep)
     base: Base | None = None
     written: dict[str, int] = field(default_factory=dict)
     aside_seconds: float = 0.0  # the replay and its catching up, beside the writers
@@ -284,5 +285,5 @@ def _swap(db: Store, job: Job, min_battles: int) -> None:
     rating_rows.record_swap(
         db, rid, rating_rows.generation(db, rid), swapped if len(swapped) <= WORKER_CATCH_UP_PAIRS else None
     )
-    # This process's copy of the field (shared by its connections, rumble.fields) is now a generation
+    # This process's copy of the field (shared by its connections, rumble.ingest.fields) is now a generation
     # behind, as every worker's is: its next write catches it up on the pairings recorded here.

@@ -31,7 +31,7 @@ this subclass adds (all three close the connection, nothing else):
   and every close waited for the client's end anyway. At most MAX_LINGERING connections linger
   per worker; beyond that the oldest is closed at once.
 
-- a whole upload (``whole_upload``) is served in the main thread, as a task of rumble.main_loop,
+- a whole upload (``whole_upload``) is served in the main thread, as a task of rumble.server.main_loop,
   not by a thread: this worker is also that module's ``Loop`` (``watch``, ``soon``, ``in_thread``,
   ``every_turn``, ``decline``). Its socket stays non-blocking; an answer that does not fit closes
   the connection, so no client makes the main thread wait.
@@ -59,7 +59,7 @@ from gunicorn import http
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from rumble import settings
-from rumble.main_loop import Task, current_loop
+from rumble.server.main_loop import Task, current_loop
 
 TICK_SECONDS = 0.2  # how often overdue reads are looked for: a deadline is kept to within this
 LINGER_SECONDS = 2.0  # a finished connection's wait for the client to close its side (gunicorn's own limit)
@@ -160,7 +160,7 @@ class DeadlineThreadWorker(ThreadWorker):
             raise ValueError("READ_TIMEOUT_SECONDS and SEND_TIMEOUT_SECONDS must be positive")
         self.deadlines = Deadlines()
         self.lingering: dict[LingeringConn, float] = {}  # finished connections and when they are closed at the latest
-        self.turns: list = []  # rumble.main_loop.Loop.every_turn's calls
+        self.turns: list = []  # rumble.server.main_loop.Loop.every_turn's calls
         self.declined_until = 0.0  # no upload is served in the main thread before this (Loop.decline)
         threading.Thread(target=self.deadlines.run_forever, name="rumble-deadlines", daemon=True).start()
         super().init_process()  # loads the app (self.wsgi), then runs the worker's loop
@@ -229,7 +229,7 @@ class DeadlineThreadWorker(ThreadWorker):
             self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_pending_socket_readable, conn))
 
     def _serve_here(self, conn) -> None:
-        """Serve ``conn``'s whole upload in this task of the main thread (rumble.main_loop), as a pool
+        """Serve ``conn``'s whole upload in this task of the main thread (rumble.server.main_loop), as a pool
         thread would (``handle``, ``finish_request``) but without blocking: the socket stays
         non-blocking, and an answer it does not take at once (the client has left that much of its
         answers unread) closes the connection."""
@@ -259,7 +259,7 @@ class DeadlineThreadWorker(ThreadWorker):
         done.set_result(keep)
         self.finish_request(conn, done)
 
-    # rumble.main_loop.Loop: what the main thread's tasks wait for, through this worker's loop
+    # rumble.server.main_loop.Loop: what the main thread's tasks wait for, through this worker's loop
 
     def watch(self, sock: socket.socket, ready, writing: bool) -> None:
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if writing else 0)
@@ -436,7 +436,7 @@ def request_complete(data: bytes) -> bool:
 
 def whole_upload(data: bytes) -> bool:
     """Whether ``data`` starts with a whole ``POST /UploadedResults`` whose body has a Content-Length
-    and is all there (the main thread serves it; rumble.main_loop says why)."""
+    and is all there (the main thread serves it; rumble.server.main_loop says why)."""
     framing = _framing(data) if data.startswith(UPLOAD_REQUEST_LINES) else None
     return framing is not None and framing[1] is not None and framing[0] >= framing[1]
 

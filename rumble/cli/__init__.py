@@ -1,5 +1,5 @@
 """The ``rumble`` command: serve, demo, rebuild, import, export, migrate, rank, batch (and, from
-``rumble.cli_admin``, backup, restore and admin)."""
+``rumble.cli.admin_commands``, backup, restore and admin)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from rumble.cli_admin import register as register_admin_commands
-from rumble.cli_support import db_option, open_database, settings_for
+from rumble.cli.admin_commands import register as register_admin_commands
+from rumble.cli.options import db_option, open_database, settings_for
 from rumble.protocol.games import load_rumbles
 from rumble.rankings.batch import METHODS
 
@@ -66,9 +66,9 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     if threads < 1:
         raise click.ClickException(f"THREADS must be at least 1, not {threads}")
     connections = _connection_limit(threads)
-    from rumble import fields
     from rumble.app import save_counts
-    from rumble.store import single_writer
+    from rumble.ingest import fields
+    from rumble.server import single_writer
 
     # The writer process for uploads, replaced while the server runs should it end or hang.
     writer = single_writer.Supervisor(values["DB"], values["SYNCHRONOUS"], ready=fields.preload_all)
@@ -78,8 +78,8 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
         def load_config(self) -> None:
             self.cfg.set("bind", f"{host}:{port}")
             self.cfg.set("workers", workers)
-            # Threads, read deadlines and a send timeout: rumble/serving.py says why.
-            self.cfg.set("worker_class", "rumble.serving.DeadlineThreadWorker")
+            # Threads, read deadlines and a send timeout: rumble/server/serving.py says why.
+            self.cfg.set("worker_class", "rumble.server.serving.DeadlineThreadWorker")
             self.cfg.set("threads", threads)
             self.cfg.set("worker_connections", connections)
             self.cfg.set("keepalive", KEEPALIVE_SECONDS)
@@ -96,8 +96,8 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             if "control_socket_disable" in self.cfg.settings:  # gunicorn 27+: one shared ~/.gunicorn socket otherwise
                 self.cfg.set("control_socket_disable", True)
 
-        def load(self):  # in each worker: one of them wins the batch schedule (rumble.jobs)
-            from rumble.jobs import start_scheduler
+        def load(self):  # in each worker: one of them wins the batch schedule (rumble.schedule.hourly)
+            from rumble.schedule.hourly import start_scheduler
 
             single_writer.yield_cpu_to_writer()
             # The ratings copies are read before the first request, so that no upload or removal waits for it.
@@ -116,10 +116,10 @@ def _connection_limit(threads: int, wanted: int = 1000) -> int:
     """Connections one worker holds at most (gunicorn's worker_connections, 1000 by default), within
     the open-files limit, which is first raised to its hard limit: an ``accept`` past that limit
     would fail and end the worker. Each thread's SQLite connection takes about 4 files, and its
-    connection to the writer process (rumble.store.single_writer) one more; finished connections
-    lingering until their client closes (rumble.serving.MAX_LINGERING) are not counted as
+    connection to the writer process (rumble.server.single_writer) one more; finished connections
+    lingering until their client closes (rumble.server.serving.MAX_LINGERING) are not counted as
     connections but hold a file each."""
-    from rumble.serving import MAX_LINGERING
+    from rumble.server.serving import MAX_LINGERING
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     target = wanted + MAX_LINGERING + 5 * threads + 100
@@ -142,7 +142,7 @@ def _log_to_stderr(level: int) -> None:
 
 
 def _load_demo(values: dict, count: int = 600) -> None:
-    from rumble.demo import load_demo
+    from rumble.maintenance.demo import load_demo
     from rumble.protocol.games import load_rumbles
 
     rumble = load_rumbles(values["RUMBLES_FILE"]).get("roborumble")
@@ -184,7 +184,7 @@ def migrate(db: str | None) -> None:
 @click.option("--game", default=None, help="Rebuild only this rumble (default: all).")
 def rebuild(db: str | None, game: str | None) -> None:
     """Recompute pairings, summaries and ratings from the battle log (uploads go on meanwhile)."""
-    from rumble import maintenance
+    from rumble.maintenance import swap
     from rumble.overrides import load as load_overrides
     from rumble.protocol.games import load_rumbles
     from rumble.store.battle_log import count_battles
@@ -203,9 +203,9 @@ def rebuild(db: str | None, game: str | None) -> None:
             rounds = load_overrides(conn).rumble(rumbles[name]).rounds  # as set from /admin, if it was
             with tqdm(total=total, desc=f"rebuild {name}", unit="battle", disable=None) as bar:
                 try:
-                    with maintenance.one_at_a_time(conn):
-                        job = maintenance.recompute(conn, name, rounds, values["PRIORITY_MIN_BATTLES"], bar.update)
-                except maintenance.Conflict as error:
+                    with swap.one_at_a_time(conn):
+                        job = swap.recompute(conn, name, rounds, values["PRIORITY_MIN_BATTLES"], bar.update)
+                except swap.Conflict as error:
                     raise click.ClickException(str(error)) from None
             click.echo(
                 f"{name}: replayed {job.replay.replayed} battles in {job.aside_seconds:.2f} s beside the uploads;"
@@ -220,7 +220,7 @@ def rebuild(db: str | None, game: str | None) -> None:
 @click.argument("job_id", type=int)
 def run_job(db: str | None, job_id: int) -> None:
     """Run maintenance job JOB_ID as recorded by /admin (the server starts this itself)."""
-    from rumble.maintenance_jobs import run
+    from rumble.maintenance.jobs import run
 
     values = settings_for(db)
     try:
@@ -241,7 +241,7 @@ def import_(db: str | None, file: Path) -> None:
     The whole file is checked first; if any row is bad, nothing is imported. Rows already in the
     log (the same game, uploader, time, bots and figures) are skipped.
     """
-    from rumble.importer import ImportError_, read_battles, store_battles
+    from rumble.maintenance.importer import ImportError_, read_battles, store_battles
     from rumble.protocol.games import load_rumbles
 
     values = settings_for(db)
@@ -321,7 +321,7 @@ def rank(db: str | None, game: str | None, matrix_file: Path | None, method: str
     first cell is the name; a cell is the row's score against the column, an empty cell a
     missing pairing.
     """
-    from rumble.matrix_io import format_csv, format_json, format_table, result_rows
+    from rumble.cli.matrix_io import format_csv, format_json, format_table, result_rows
 
     if (game is None) == (matrix_file is None):
         raise click.UsageError("give either --game G or --matrix FILE.csv")
@@ -344,7 +344,7 @@ def rank(db: str | None, game: str | None, matrix_file: Path | None, method: str
 
 
 def _rank_game(db: str | None, game: str, method: str, progress):
-    from rumble.jobs import run_rumble
+    from rumble.schedule.hourly import run_rumble
 
     values = settings_for(db)
     if game not in load_rumbles(values["RUMBLES_FILE"]):
@@ -364,8 +364,8 @@ def _rank_game(db: str | None, game: str, method: str, progress):
 
 
 def _rank_file(path: Path, methods: tuple[str, ...], progress):
-    from rumble.jobs import rank_matrix
-    from rumble.matrix_io import MatrixFileError, read_matrix_csv
+    from rumble.cli.matrix_io import MatrixFileError, read_matrix_csv
+    from rumble.schedule.hourly import rank_matrix
 
     try:
         names, d = read_matrix_csv(path.read_text(encoding="utf-8-sig"))
@@ -380,7 +380,7 @@ def _rank_file(path: Path, methods: tuple[str, ...], progress):
 @db_option
 def batch(db: str | None) -> None:
     """Run the batch rankings once for every rumble whose log changed since its last run (as the schedule does)."""
-    from rumble.jobs import COMMAND_LINE, refresh_exports, run_stale, take_daily_snapshot
+    from rumble.schedule.hourly import COMMAND_LINE, refresh_exports, run_stale, take_daily_snapshot
 
     _log_to_stderr(logging.WARNING)  # a rumble that fails is logged and skipped
     settings = settings_for(db)

@@ -1,4 +1,4 @@
-"""Batch rankings as jobs: rank one rumble or every stale one, and the schedule that does it hourly.
+"""Batch rankings on a schedule: rank one rumble or every stale one, and the schedule that does it hourly.
 
 ``run_rumble`` reads a rumble's pairing matrix of active bots, runs the batch methods of
 ``rumble.rankings.batch`` over it and stores the result with its time and the battles it saw;
@@ -8,8 +8,8 @@ plain functions: ``rumble rank`` and ``rumble batch`` call them, and so does the
 The schedule runs in exactly one process however many gunicorn workers serve: every worker that
 ``rumble serve`` starts calls ``start_scheduler``, which tries a non-blocking ``flock`` on
 ``<db>.scheduler.lock`` every ELECTION_SECONDS. The worker that gets it keeps the file open for the
-rest of its life and runs the batch job, and every MELEE_SWEEP_SECONDS the melee sweep (battles
-whose pairs stopped coming are rated, rumble.melee.sweep); when it dies the kernel drops its lock, and another
+rest of its life and runs the batch rankings, and every MELEE_SWEEP_SECONDS the melee sweep (battles
+whose pairs stopped coming are rated, rumble.ingest.melee.sweep); when it dies the kernel drops its lock, and another
 worker's next attempt takes over.
 """
 
@@ -25,11 +25,14 @@ from typing import IO, Any
 
 import numpy as np
 
-from rumble import exports, maintenance_jobs, melee, store
+from rumble import store
+from rumble.ingest import melee
+from rumble.maintenance import jobs
 from rumble.rankings import uploader_trust
 from rumble.rankings.batch import METHODS, PAIRING_METHODS, WIN_RATE_METHODS
 from rumble.rankings.pairwise import Ranking, present, ranks_from_scores
 from rumble.rankings.uploader_consistency import POOL, Share, consistency
+from rumble.schedule import exports
 from rumble.store import batch_runs, battle_states, maintainers, trust, uploader_battles
 from rumble.store.export import log_version
 from rumble.store.rumbles import rumble_id, rumble_rows
@@ -166,7 +169,7 @@ def run_stale(db: store.Store, source: str = SCHEDULED) -> list[Report]:
 
 
 def scheduled_run(settings: dict[str, Any]) -> list[Report]:
-    """The scheduled job: ``run_stale`` on its own connection to the settings' database."""
+    """The scheduled run: ``run_stale`` on its own connection to the settings' database."""
     db = store.connect(settings["DB"], settings["SYNCHRONOUS"], migrate=False)
     try:
         take_daily_snapshot(db)
@@ -255,11 +258,11 @@ def hold_flagged(db: store.Store, min_battles: int, games: list[str] | None = No
             if uploader in spared:
                 continue
             details = {"reason": reason, "by": "the scheduled consistency test"}
-            outcome = maintenance_jobs.change_battles(
+            outcome = jobs.change_battles(
                 db,
                 "flag",
                 battle_states.BattleFilter(game=game, uploader=uploader),
-                maintenance_jobs.newest_battle(db),
+                jobs.newest_battle(db),
                 min_battles,
                 AUTO_HOLD,
                 details,
@@ -270,7 +273,7 @@ def hold_flagged(db: store.Store, min_battles: int, games: list[str] | None = No
 
 
 def refresh_exports(db: store.Store, settings: dict[str, Any]) -> list[str]:
-    """Rewrite the stale export snapshots that someone asked for before (rumble.exports), except the
+    """Rewrite the stale export snapshots that someone asked for before (rumble.schedule.exports), except the
     rankings (small: written on request); ``game/name`` of each one rewritten."""
     snapshots, rewritten = exports.Snapshots.from_settings(settings), []
     for game in snapshots.games():
@@ -306,7 +309,7 @@ def try_lead(lock_path: str) -> IO | None:
 
 
 class BatchSchedule:
-    """One process's part in the schedule: elections until it leads, then the batch job every interval."""
+    """One process's part in the schedule: elections until it leads, then the batch rankings every interval."""
 
     def __init__(self, settings: dict[str, Any], election_seconds: float = ELECTION_SECONDS) -> None:
         from apscheduler.schedulers.background import BackgroundScheduler
@@ -331,14 +334,14 @@ class BatchSchedule:
         return self
 
     def elect(self) -> bool:
-        """Try to take the lead; on success stop electing and schedule the batch job, first run now."""
+        """Try to take the lead; on success stop electing and schedule the batch rankings, the first run now."""
         if self.lead is None:
             self.lead = try_lead(self.lock_path)
             if self.lead is None:
                 return False
             if self.scheduler.get_job("elect"):
                 self.scheduler.remove_job("elect")
-            # a bound method: the scheduler's job keeps this object, and so the lock file, alive
+            # a bound method: APScheduler's job keeps this object, and so the lock file, alive
             self.scheduler.add_job(
                 self.run,
                 "interval",
@@ -355,11 +358,11 @@ class BatchSchedule:
         return True
 
     def run(self) -> list[Report]:
-        """The batch job: ``scheduled_run`` with this schedule's settings."""
+        """The batch rankings: ``scheduled_run`` with this schedule's settings."""
         return scheduled_run(self.settings)
 
     def sweep_melee(self) -> int:
-        """The melee job: rate the melee battles whose pairs stopped coming (rumble.melee.sweep_all)."""
+        """The melee sweep: rate the melee battles whose pairs stopped coming (rumble.ingest.melee.sweep_all)."""
         db = store.connect(self.settings["DB"], self.settings["SYNCHRONOUS"], migrate=False)
         try:
             return melee.sweep_all(db, store.utc_now())
@@ -370,7 +373,7 @@ class BatchSchedule:
             db.close()
 
     def shutdown(self, wait: bool = False) -> None:
-        """Stop the scheduler and give up the lead; a running job finishes in its thread (first, if ``wait``)."""
+        """Stop the scheduler and give up the lead; a run under way finishes in its thread (first, if ``wait``)."""
         if self.scheduler.running:
             self.scheduler.shutdown(wait=wait)
         if self.lead is not None:

@@ -1,6 +1,6 @@
 """What every ``rumble`` command shares: the ``--db`` option, the settings and an open database.
 
-``rumble.cli`` (the main group) and ``rumble.cli_admin`` (the maintainers' commands) both import
+``rumble.cli`` (the main group) and ``rumble.cli.admin_commands`` (the maintainers' commands) both import
 from here, so neither imports the other's internals.
 """
 

@@ -20,7 +20,7 @@ import click
 from tqdm import tqdm
 
 from rumble import store
-from rumble.cli_support import db_option, open_database, settings_for
+from rumble.cli.options import db_option, open_database, settings_for
 
 TOKEN_VARIABLE = "RUMBLE_ADMIN_TOKEN"
 
@@ -126,7 +126,7 @@ def restore(db: str | None, yes: bool, path: Path) -> None:
     Safe while the server runs: it waits for the write lock, and the workers see the restored
     file from their next request on. Everything written since the backup is lost.
     """
-    from rumble import maintenance
+    from rumble.maintenance import swap
     from rumble.store.backup import NotARumbleDatabase, open_backup, prepare
     from rumble.store.backup import restore as copy_in
 
@@ -148,7 +148,7 @@ def restore(db: str | None, yes: bool, path: Path) -> None:
             prepared = None
             try:
                 prepared = prepare(source, values["DB"], update)  # aside: uploads go on meanwhile
-                with maintenance.one_at_a_time(conn):  # not in the middle of a rebuild or rollback's swap
+                with swap.one_at_a_time(conn):  # not in the middle of a rebuild or rollback's swap
                     copy_in(conn, prepared)
             except sqlite3.OperationalError as error:  # e.g. a page size the live WAL file cannot take
                 raise click.ClickException(f"could not restore {path}: {error}") from None
@@ -284,15 +284,15 @@ _uploader_word("revoked", "revoke uploader", "Revoke UPLOADER at NETWORK: never 
 @db_option
 @click.option("--game", default=None, help="one rumble (default: every rumble with battles)")
 def standings(db: str | None, game: str | None) -> None:
-    """Compute the uploaders' standings now (the batch job does it hourly) and print them."""
-    from rumble import jobs
+    """Compute the uploaders' standings now (the hourly run does it too) and print them."""
+    from rumble.schedule import hourly
     from rumble.store import trust
     from rumble.store.rumbles import rumble_id
 
     _, conn = _open(db)
     try:
         _maintainer(conn)
-        counted = jobs.refresh_standings(conn, [game] if game else None)
+        counted = hourly.refresh_standings(conn, [game] if game else None)
         for name in counted:
             click.echo(f"{name}: {counted[name]} established")
             for party, row in sorted(trust.standings(conn, rumble_id(conn, name) or 0).items()):
@@ -317,7 +317,7 @@ def _battle_command(action: str, summary: str):
     @click.option("--ids", default=None, help="Battle ids, separated by commas.")
     @click.option("--dry-run", is_flag=True, help="Only count the battles it would change.")
     def command(db, game, uploader, remote_addr, client, since, until, ids, dry_run) -> None:
-        from rumble import integrity, maintenance, maintenance_jobs
+        from rumble.maintenance import integrity, jobs, swap
         from rumble.protocol.games import load_rumbles
         from rumble.store.maintainers import audit
 
@@ -355,7 +355,7 @@ def _battle_command(action: str, summary: str):
                     )
             else:  # recomputed aside and swapped in, audited per rumble: uploads go on meanwhile
                 with store.read(conn):
-                    max_id = maintenance_jobs.newest_battle(conn)
+                    max_id = jobs.newest_battle(conn)
                 with tqdm(desc=action, unit="battle", disable=None) as bar:
                     shown: list[str | None] = [None]
 
@@ -367,10 +367,10 @@ def _battle_command(action: str, summary: str):
                         bar.update(done - bar.n)
 
                     try:
-                        outcome = maintenance_jobs.change_battles(
+                        outcome = jobs.change_battles(
                             conn, action, selection, max_id, values["PRIORITY_MIN_BATTLES"], who, details, progress
                         )
-                    except maintenance.Conflict as error:
+                    except swap.Conflict as error:
                         raise click.ClickException(str(error)) from None
         finally:
             conn.close()

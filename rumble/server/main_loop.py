@@ -1,8 +1,8 @@
 """Requests served in a worker's main thread, each as a greenlet (a *task*) that the worker's event
 loop suspends while it waits and resumes when what it waits for is ready.
 
-``rumble serve``'s worker (rumble.serving) answers a whole upload this way: the upload is read,
-checked and sent to the writer process (rumble.store.single_writer) in the main thread, the task
+``rumble serve``'s worker (rumble.server.serving) answers a whole upload this way: the upload is read,
+checked and sent to the writer process (rumble.server.single_writer) in the main thread, the task
 is suspended until the writer's answer arrives on the worker's one connection to it, and the answer
 is then written by the same task. A pool thread would instead be handed the request, block in a
 ``recv`` for the writer's answer, be woken and take the interpreter lock back, then hand the
@@ -26,7 +26,7 @@ from greenlet import getcurrent, greenlet
 
 
 class Loop(Protocol):
-    """What a worker's event loop offers its tasks (rumble.serving.DeadlineThreadWorker implements it)."""
+    """What a worker's event loop offers its tasks (rumble.server.serving.DeadlineThreadWorker implements it)."""
 
     def watch(self, sock: socket.socket, ready: Callable[[], None], writing: bool) -> None:
         """Call ``ready()`` in the loop when ``sock`` can be read, and also written if ``writing``

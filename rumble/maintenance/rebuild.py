@@ -20,8 +20,9 @@ from operator import itemgetter
 
 import numpy as np
 
-from rumble import compiled_replay, fields, melee, priority
-from rumble.ingest import battle_shares, rate, record_pairings
+from rumble.ingest import fields, melee, priority
+from rumble.ingest.apply import battle_shares, rate, record_pairings
+from rumble.maintenance import compiled_replay
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing
 from rumble.ratings import glicko2, numpy_exp, rank_points
@@ -56,7 +57,7 @@ class Replay:
     battle ``battle_id`` and participant event ``event_id`` (``advance`` goes on from there).
 
     ``moved`` and ``moved_to`` replay a state change before it is written (a rollback, a flag, an
-    unflag computed aside, rumble.maintenance): those battles count as if already in ``moved_to``.
+    unflag computed aside, rumble.maintenance.swap): those battles count as if already in ``moved_to``.
     ``changed``, once ``mark`` set it, keeps each pairing's value from before its first change since.
     """
 
@@ -178,7 +179,7 @@ def compiled(replay: Replay) -> bool:
 
 def advance_compiled(db: Store, replay: Replay, up_to: int, progress: Callable[[int], None] | None = None) -> int:
     """``advance`` from the log's start for a replay that is ``compiled``, in compiled code
-    (rumble.compiled_replay): the same values, bit for bit, several times faster."""
+    (rumble.maintenance.compiled_replay): the same values, bit for bit, several times faster."""
     exp_loop = numpy_exp.LOOP
     if exp_loop is None or not compiled(replay):
         raise ValueError("this replay cannot be compiled: use advance")
@@ -283,7 +284,7 @@ def rebuild_rumble(
     battle_by_battle: bool = False,
 ) -> int:
     """Recompute a rumble's pairings, summaries and ratings (caller holds the write transaction
-    throughout: ``rumble.maintenance`` does the same without blocking uploads).
+    throughout: ``rumble.maintenance.swap`` does the same without blocking uploads).
 
     Returns the number of battles replayed; ``progress(n)`` is called as battles are replayed. A
     1v1 rumble is replayed in compiled code (``advance_compiled``) unless ``battle_by_battle``

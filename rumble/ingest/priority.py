@@ -19,7 +19,7 @@ Every missing pairing involves the new bot, so rule 1 alone would put it in ever
 until it has met everyone: its pairs with the random others re-sample pairings it already has, and
 its partner's 8 pairs with them are pairings of old bots measured, every time, in the new bot's
 presence. So in a melee rumble a bot takes at most ``MELEE_SHARE`` of a batch's pairs
-(``melee_cap``); the rest of the batch goes to other bots' pairings (rumble.ingest).
+(``melee_cap``); the rest of the batch goes to other bots' pairings (rumble.ingest.apply).
 
 A pairing's score depends on that pairing alone, so it is computed when the pairing changes and
 kept in an index; the missing pairings are kept in a table of their own as bots enter, retire and

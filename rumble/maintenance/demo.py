@@ -10,8 +10,8 @@ import random
 import time
 from collections.abc import Callable
 
-from rumble.battle import Battle, Side
-from rumble.ingest import apply_battle
+from rumble.ingest.apply import apply_battle
+from rumble.protocol.battle import Battle, Side
 from rumble.store import Store, utc_now, write
 
 DEMO_BOTS = (

@@ -9,7 +9,7 @@ with the thread holding the write lock, and the other worker waits for that lock
 of one upload is stretched by the HTTP work of others, and the two workers mostly take turns.
 Here the locked work runs in a process that does nothing else, on one core, while the workers
 do the HTTP work on the other, and a group gathers the waiting uploads of every worker, not of
-one. It also keeps the one in-memory ratings copy (rumble.fields) that uploads use, so no copy
+one. It also keeps the one in-memory ratings copy (rumble.ingest.fields) that uploads use, so no copy
 has to be caught up with another worker's battles.
 
 ``rumble serve`` starts it (``Supervisor``, through ``start``) before its workers; each worker
@@ -35,7 +35,7 @@ workers see its connections close, and each request they sent and had no answer 
 the worker itself; an upload the writer had committed is then recognised as a repeat (below), so
 none is stored twice. The next writer listens on the same path, where the workers find it.
 
-Writes other than uploads (admin actions, RemoveOldParticipant, the batch jobs, the CLI) still
+Writes other than uploads (admin actions, RemoveOldParticipant, the scheduled runs, the CLI) still
 take the write lock themselves: the writer holds it only while it applies a group.
 """
 
@@ -64,8 +64,8 @@ from dataclasses import dataclass
 from functools import partial, reduce
 from typing import Any, TypeVar
 
-from rumble import main_loop
-from rumble.store import CHECKPOINT_EVERY, Store, checkpoint, connect
+from rumble.server import main_loop
+from rumble.store import CHECKPOINT_EVERY, Store, checkpoint, connect, keep_temporary_in_memory
 from rumble.store.group_commit import Work, apply_group, run_in_group
 
 log = logging.getLogger(__name__)
@@ -133,7 +133,7 @@ def start(
         # spawn does): a work is pickled by reference to its module.
         command = (
             "import json, sys; sys.path[:] = json.loads(sys.argv.pop(1)); "
-            "import rumble.store.single_writer as writer; writer.main()"
+            "import rumble.server.single_writer as writer; writer.main()"
         )
         arguments = [json.dumps(sys.path), db_path, synchronous, str(os.getpid()), _name_of(ready)]
         arguments += [str(listener.fileno()), str(pulse.fd)]
@@ -453,11 +453,7 @@ def _heartbeat(pulse: Pulse, progress: _Progress) -> None:
 def open_database(db_path: str | os.PathLike, synchronous: str) -> Store:
     """The writer's connection (scripts/profile_upload.py profiles the writer's work on one too)."""
     db = connect(db_path, synchronous, migrate=False, autocheckpoint=False)
-    # A group applied in savepoints (rumble.store.group_commit: after one of its works raised) keeps
-    # the first copy of every page a savepoint changes in a sub-journal, which SQLite spills to a
-    # temporary file past 64 KiB: a file opened and deleted per group and two writes per page, as
-    # many as the WAL's. Kept in memory instead (a group's pages, at most a few MiB).
-    db.conn.execute("PRAGMA temp_store = MEMORY")
+    keep_temporary_in_memory(db)
     return db
 
 
@@ -635,9 +631,9 @@ class Writer:
     killed as hung by the supervisor, or crashed) is applied by the worker itself. That is safe for
     the works sent here, uploads: the writer may have committed it just before it ended, but the
     battle log's unique index on a result's identity (``battles_identity``: rumble, client time,
-    uploader, both bots and their figures; migrations/0001_battle_log.sql) makes the second
-    ``INSERT ... ON CONFLICT DO NOTHING`` (rumble.store.battle_log.append_battle) store nothing, and
-    rumble.ingest.apply_battle then changes nothing else: the upload is answered as a repeat."""
+    uploader, both bots and their figures; migrations/0001_battle_log.sql) makes the second insert
+    (it ignores a conflict: rumble.store.battle_log.append_battle) store nothing, and
+    rumble.ingest.apply.apply_battle then changes nothing else: the upload is answered as a repeat."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -650,7 +646,7 @@ class Writer:
         or the exception it raised. Without a writer (gone, never reached, or ended before it
         answered), on ``db`` here.
 
-        In a task of the worker's main thread (rumble.main_loop) the request goes on the worker's
+        In a task of the worker's main thread (rumble.server.main_loop) the request goes on the worker's
         one ``Channel`` and the task is suspended until its answer arrives; elsewhere it goes on
         this thread's own connection, and the thread waits in ``recv``."""
         message = request(apply, prepare)
@@ -795,7 +791,7 @@ def _receive(conn: socket.socket) -> bytes:
 
 
 class Channel:
-    """A worker's connection to the writer process for the tasks of its main thread (rumble.main_loop):
+    """A worker's connection to the writer process for the tasks of its main thread (rumble.server.main_loop):
     requests of many tasks on one non-blocking socket, answered by the writer in the order sent, each
     resumes the task that sent it. Should the writer end, every task waiting on it is resumed with
     ``WriterEnded`` (and applies its upload itself); should it not answer within

@@ -14,7 +14,7 @@ transaction clears, so it never keeps a value the database does not have.
 
 Threads: a worker's threads (gunicorn's gthread worker, one connection each) share one copy per
 rumble. Only a write transaction changes a copy in place (``current`` and its callers in
-rumble.ingest), and write transactions are serialised by the write lock, which threads of one
+rumble.ingest.apply), and write transactions are serialised by the write lock, which threads of one
 process take like separate processes do (each connection opens the lock file itself). ``preload``
 only swaps in a whole new copy, read in one snapshot, under ``_loading`` so that two threads do not
 read the same rumble at once; a copy is consistent with the database at its ``seen`` versions,
@@ -138,7 +138,7 @@ def _catch_up(db: Store, rumble_id: int, copy: RumbleCopy, swapped: list[tuple[i
 
     A retirement or restoration changes only that bot's active flag here (its opponents' summaries
     live in the database, not in the copy), so it costs as little as a battle. After a maintenance
-    swap (``swapped``: the pairings it rewrote, rumble/maintenance.py) every bot's ratings and flag
+    swap (``swapped``: the pairings it rewrote, rumble/maintenance/swap.py) every bot's ratings and flag
     are read again too, and a rewritten pairing the table no longer has is forgotten.
     """
     battles = rating_rows.battles_since(db, rumble_id, copy.seen[0])

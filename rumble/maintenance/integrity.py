@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from rumble import rebuild
+from rumble.maintenance import rebuild
 from rumble.parameters import ParameterError, shown, whole_number
 from rumble.store import Store, battle_states, format_time
 from rumble.store.battle_states import BattleFilter

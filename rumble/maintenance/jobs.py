@@ -1,6 +1,6 @@
 """Maintenance as jobs: rebuild a rumble, or flag, roll back or unflag battles, without blocking uploads.
 
-Each action goes through ``rumble.maintenance.recompute`` once per rumble it touches: the rumble is
+Each action goes through ``rumble.maintenance.swap.recompute`` once per rumble it touches: the rumble is
 recomputed aside and swapped in under a short write lock, together with the battles' state change
 and the audit entry (one per rumble, so each swap is audited in its own transaction). /admin
 records a job (table ``jobs``) and starts ``rumble run-job ID`` as a process of its own, in a new
@@ -21,7 +21,8 @@ import time
 import traceback
 from collections.abc import Callable
 
-from rumble import integrity, maintenance, store
+from rumble import store
+from rumble.maintenance import integrity, swap
 from rumble.store import Store, battle_log, battle_states, job_queue, maintainers, utc_now
 
 KINDS = ("rebuild", "flag", "rollback", "unflag")
@@ -37,7 +38,7 @@ def rebuild(
     outcome = integrity.Outcome("rebuild", {})
     for game in games:
 
-        def audit(conn: Store, job: maintenance.Job, game=game) -> None:
+        def audit(conn: Store, job: swap.Job, game=game) -> None:
             maintainers.audit(conn, who, "rebuild", {**details, "game": game}, 0, utc_now())
 
         job = _recompute(db, game, min_battles, progress, in_swap=audit)
@@ -64,7 +65,7 @@ def change_battles(
         chosen = battle_states.matching_ids(db, f, sources, max_id)
     for game, ids in chosen.items():
 
-        def swap_in(conn: Store, job: maintenance.Job, game=game, ids=ids) -> None:
+        def swap_in(conn: Store, job: swap.Job, game=game, ids=ids) -> None:
             moved[game] = battle_states.set_state_of(conn, ids, sources, target)
             entry = {**details, "criteria": f.describe(), "per_rumble": {game: moved[game]}}
             maintainers.audit(conn, who, action, entry, moved[game], utc_now())
@@ -85,7 +86,7 @@ def _recompute(
     moved: frozenset[int] = frozenset(),
     moved_to: str = "ok",
     in_swap=None,
-) -> maintenance.Job:
+) -> swap.Job:
     with store.read(db):
         rounds = battle_states.rumble_rounds(db, game)
         total = battle_states.logged_battles(db, game)
@@ -97,8 +98,8 @@ def _recompute(
         if progress is not None:
             progress(game, done, total)
 
-    with maintenance.one_at_a_time(db):
-        return maintenance.recompute(db, game, rounds, min_battles, step, moved, moved_to, in_swap)
+    with swap.one_at_a_time(db):
+        return swap.recompute(db, game, rounds, min_battles, step, moved, moved_to, in_swap)
 
 
 def newest_battle(db: Store) -> int:

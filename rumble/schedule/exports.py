@@ -19,7 +19,7 @@ Layout of EXPORT_DIR (default ``<the database's directory>/exports``)::
                               build that died is removed by the next build of that export)
     .build-<i>.lock           EXPORT_BUILDS slots: at most that many builds at once, across all workers
 
-The batch job (rumble.jobs) rewrites the stale snapshots of the pairings, the battles and the
+The hourly run (rumble.schedule.hourly) rewrites the stale snapshots of the pairings, the battles and the
 SQLite file that someone asked for before, so that few requests find theirs stale; the rankings,
 small, are rewritten on request.
 

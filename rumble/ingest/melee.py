@@ -2,7 +2,7 @@
 
 The client uploads one melee battle of n bots as up to n(n-1)/2 separate pair results (protocol.md
 7.5), each carrying both bots' whole-battle figures. Every pair is logged and scored as a pairing
-(rumble.ingest); this module also gathers the pairs of one battle, per rumble (each division is its
+(rumble.ingest.apply); this module also gathers the pairs of one battle, per rumble (each division is its
 own rumble and gets its own copy of the battle), and rates the battle once it is closed:
 Weng-Lin (rumble/ratings/weng_lin.py) and the multi-bot XonStat Elo (rumble/ratings/xonstat.py).
 
@@ -53,7 +53,7 @@ them.
 
 **Online equals rebuild.** Every decision depends only on the log rows in log order (client times,
 receive times, figures) and the recorded sweeps, never on the clock at rebuild time, so a rebuild
-(rumble.rebuild with ``Replay``, which replays the log and the sweeps in order through the same
+(rumble.maintenance.rebuild with ``Replay``, which replays the log and the sweeps in order through the same
 ``add_pair`` and ``_timeouts``, each pair's pairings recorded first as on upload) reproduces every
 reassembled battle and rating bit for bit.
 """
@@ -63,7 +63,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
-from rumble import fields
+from rumble.ingest import fields
 from rumble.ratings import melee_step, weng_lin, xonstat
 from rumble.ratings.online import Field, seconds
 from rumble.store import Store, format_time, melee_battles, rating_rows, write
@@ -121,7 +121,7 @@ def sweep(db: Store, rumble_id: int, now: str) -> list[int]:
     whose time is up, recording the sweep if it closed any; returns the ids rated.
 
     The ratings it changes come with no new battle in the log, which is what the other server
-    workers watch to catch their copies up (rumble.fields), so it bumps the rumble's generation:
+    workers watch to catch their copies up (rumble.ingest.fields), so it bumps the rumble's generation:
     they reload the rumble at their next write (rare: a battle normally closes when complete, or
     at the next upload to its rumble)."""
     if not melee_battles.stale_battles(db, rumble_id, _cutoff(now)):
@@ -234,7 +234,7 @@ def apply_logged(db: Store, rumble_id: int, battle_id: int, field: Field) -> lis
 
 
 class Replay:
-    """A rebuild's pass over a melee rumble, in log order and resumable (rumble.rebuild.advance):
+    """A rebuild's pass over a melee rumble, in log order and resumable (rumble.maintenance.rebuild.advance):
     the reassembled battles are cleared (on a maintenance job's connection, its TEMP copies of the
     melee tables), then for each counted pair ``before_pair`` runs the recorded sweeps due before
     it, ``pair`` gathers it (after its pairings are in ``field``, as on upload), and ``finish`` runs

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from rumble.battle import Battle
-from rumble.ingest import apply_battle
+from rumble.ingest.apply import apply_battle
 from rumble.protocol import ProtocolError
+from rumble.protocol.battle import Battle
 from rumble.protocol.games import RumbleSettings
 from rumble.protocol.upload import battle_from_fields, check_settings
 from rumble.store import Store, utc_now, write
