@@ -128,6 +128,12 @@ SETTINGS = (
         int,
     ),
     Setting(
+        "UNCONFIRMED_BOT_DAYS",
+        7,
+        "Days a bot that joined once some uploader was vouched for may stay without one battle from an established uploader; the hourly run then retires it (0: never).",
+        int,
+    ),
+    Setting(
         "MAX_PARTICIPANTS",
         3000,
         "Participants (active or retired) a rumble may hold; an upload adding one more is refused, unless it comes from an established uploader.",

@@ -205,3 +205,13 @@ def standings(
                 pending.discard(candidate)
                 changed = True
     return found
+
+
+def confirmed(shares: Iterable[Share], established: set[str]) -> set[str]:
+    """The bots (full names) that an established party has reported at least one battle of: a
+    newcomer only strangers ever uploaded is not among them."""
+    found: set[str] = set()
+    for s in shares:
+        if s.uploader in established:
+            found.update((s.a, s.b))
+    return found

@@ -20,20 +20,20 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 import numpy as np
 
 from rumble import store
-from rumble.ingest import melee
+from rumble.ingest import apply, melee
 from rumble.maintenance import jobs
 from rumble.rankings import uploader_trust
 from rumble.rankings.batch import METHODS, PAIRING_METHODS, WIN_RATE_METHODS
 from rumble.rankings.pairwise import Ranking, present, ranks_from_scores
 from rumble.rankings.uploader_consistency import POOL, Share, consistency
 from rumble.schedule import exports
-from rumble.store import batch_runs, battle_states, maintainers, trust, uploader_battles
+from rumble.store import batch_runs, battle_states, bots, maintainers, trust, uploader_battles
 from rumble.store.export import log_version
 from rumble.store.rumbles import rumble_id, rumble_rows
 
@@ -175,7 +175,7 @@ def scheduled_run(settings: dict[str, Any]) -> list[Report]:
         take_daily_snapshot(db)
         reports = run_stale(db, SCHEDULED)
         try:
-            refresh_standings(db)
+            refresh_standings(db, unconfirmed_days=settings["UNCONFIRMED_BOT_DAYS"], now=settings["CLOCK"].now())
         except Exception:  # removals then go on by the standings computed before
             log.exception("computing the uploaders' standings failed")
         try:
@@ -191,11 +191,23 @@ def scheduled_run(settings: dict[str, Any]) -> list[Report]:
         db.close()
 
 
-def refresh_standings(db: store.Store, games: list[str] | None = None) -> dict[str, int]:
+UNCONFIRMED = "unconfirmed: no battle from an established uploader within {days} days of joining"
+
+
+def refresh_standings(
+    db: store.Store, games: list[str] | None = None, unconfirmed_days: int = 0, now: datetime | None = None
+) -> dict[str, int]:
     """Compute each rumble's uploader standings (rumble.rankings.uploader_trust) from its log and the
-    maintainers' vouches, and store them; the established parties per rumble."""
+    maintainers' vouches, and store them; the established parties per rumble.
+
+    With ``unconfirmed_days``, also retire the bots that joined a rumble once a maintainer had vouched
+    for someone, ``unconfirmed_days`` or more before ``now``, and that no established party has reported
+    a battle of: newcomers only strangers ever uploaded leave the field again (a flood of invented
+    bots from many addresses does not keep its places). Their next accepted upload brings them back,
+    as for any retired bot, and the retirement is logged like a removal, so a rebuild replays it."""
     with store.read(db):
         said = trust.words(db)
+        trusted_since = trust.first_vouch(db)
         names = [row["name"] for row in rumble_rows(db) if row["battles"]] if games is None else games
     vouched = {w["party"] for w in said if w["standing"] == "vouched"}
     revoked = {w["party"] for w in said if w["standing"] == "revoked"}
@@ -205,26 +217,44 @@ def refresh_standings(db: store.Store, games: list[str] | None = None) -> dict[s
         if rid is None:
             continue
         with store.read(db):
-            shares = uploader_battles.party_shares(db, rid)
+            found_shares = uploader_battles.party_shares(db, rid)
         networks: dict[str | None, str] = {}
-        found = uploader_trust.standings(
-            (
-                Share(
-                    uploader_trust.party(uploader, networks.setdefault(address, uploader_trust.network(address))),
-                    a,
-                    b,
-                    pa,
-                )
-                for uploader, address, a, b, pa in shares
-            ),
-            vouched,
-            revoked,
-        )
+        shares = [
+            Share(
+                uploader_trust.party(uploader, networks.setdefault(address, uploader_trust.network(address))), a, b, pa
+            )
+            for uploader, address, a, b, pa in found_shares
+        ]
+        found = uploader_trust.standings(shares, vouched, revoked)
         rows = [{**s.as_dict(), "party": party} for party, s in sorted(found.items())]
         with store.write(db):
             trust.put_standings(db, rid, rows, store.utc_now())
-        established[game] = sum(1 for row in rows if row["established"])
+        trusted = {party for party, s in found.items() if s.established}
+        established[game] = len(trusted)
+        if unconfirmed_days > 0 and trusted and trusted_since is not None:
+            _retire_unconfirmed(
+                db, rid, uploader_trust.confirmed(shares, trusted), trusted_since, unconfirmed_days, now
+            )
     return established
+
+
+def _retire_unconfirmed(
+    db: store.Store, rid: int, confirmed: set[str], trusted_since: str, days: int, now: datetime | None
+) -> int:
+    """Retire the rumble's active bots that joined from ``trusted_since`` to ``days`` before ``now``
+    and are not ``confirmed``; how many."""
+    moment = now or datetime.now(UTC)
+    until = store.format_time(moment - timedelta(days=days))
+    source = UNCONFIRMED.format(days=days)
+    with store.write(db):
+        retired = [
+            name
+            for bot, name in bots.joined_between(db, rid, trusted_since, until)
+            if name not in confirmed and apply.retire(db, rid, bot, store.format_time(moment), source)
+        ]
+    if retired:
+        log.info("retired %d unconfirmed bots: %s", len(retired), ", ".join(retired[:20]))
+    return len(retired)
 
 
 AUTO_HOLD = "consistency test"  # who the audit log names for battles held automatically

@@ -52,6 +52,16 @@ def joined_since(db: Store, rumble_id: int, since: str) -> int:
     return db.execute(sql, (rumble_id, since)).fetchone()[0]
 
 
+def joined_between(db: Store, rumble_id: int, since: str, until: str) -> list[tuple[int, str]]:
+    """Active participants that joined the rumble at or after ``since`` and before ``until``:
+    (bot id, full name), one range of participants_by_first_seen."""
+    sql = (
+        "SELECT p.bot_id, b.full_name FROM participants p JOIN bots b ON b.id = p.bot_id "
+        "WHERE p.rumble_id = ? AND p.first_seen >= ? AND p.first_seen < ? AND p.active = 1 ORDER BY b.full_name"
+    )
+    return [(bot, name) for bot, name in db.execute(sql, (rumble_id, since, until))]
+
+
 def participant_count(db: Store, rumble_id: int) -> int:
     """Every participant of a rumble, active or retired: what each worker's field holds."""
     return db.execute("SELECT count(*) FROM participants WHERE rumble_id = ?", (rumble_id,)).fetchone()[0]

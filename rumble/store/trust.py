@@ -48,6 +48,11 @@ def any_vouched(db: Store) -> bool:
     return db.execute("SELECT 1 FROM uploader_vouches WHERE standing = 'vouched' LIMIT 1").fetchone() is not None
 
 
+def first_vouch(db: Store) -> str | None:
+    """When the oldest standing vouch was given: from then on the ladder has an established uploader."""
+    return db.execute("SELECT min(at) FROM uploader_vouches WHERE standing = 'vouched'").fetchone()[0]
+
+
 def stranger_battles(db: Store, rumble_id: int, bot: int, party: str, day: str) -> int:
     """The battles of ``bot`` from ``party`` counted on ``day`` (one seek)."""
     row = db.execute(

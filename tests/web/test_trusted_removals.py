@@ -322,3 +322,40 @@ def test_a_stranger_moves_a_bot_by_a_bounded_number_of_battles_a_day(app, client
     clock.advance(days=1)
     sent = dict(first="sample.Walls 0.9b", second="victim.V0 1.0", uploader="Forger")
     assert _upload_from(client, "10.77.0.1", **sent).kind is Kind.ACCEPTED
+
+
+def test_newcomers_only_strangers_uploaded_leave_the_field_after_unconfirmed_bot_days(app, client, clock, ladder):
+    """Ten addresses each enter an invented bot against Walls; an eleventh enters Fresh, which the
+    vouched uploader then fights. Six days on, the hourly run retires nobody; eight days on, it
+    retires the ten that no established uploader ever reported, logged like a removal, and keeps
+    Fresh and the bots that joined before anyone was vouched for. A retired invention comes back
+    with its next accepted upload, as any retired bot does."""
+    app.config["RUMBLE"]["STRANGER_BATTLES_PER_BOT_PER_DAY"] = 0
+    junk = [f"junk.J{k} 1.0" for k in range(10)]
+    for k, name in enumerate(junk):
+        sent = dict(first=name, second="sample.Walls 0.9b", uploader=f"Spammer{k}")
+        assert _upload_from(client, f"10.{90 + k}.{k}.7", **sent).kind is Kind.ACCEPTED
+    sent = dict(first="good.Fresh 1.0", second="sample.Corners 1.0", uploader="Author")
+    assert _upload_from(client, "10.200.0.1", **sent).kind is Kind.ACCEPTED
+    assert _upload_from(client, TRUSTED, first="good.Fresh 1.0", second="sample.Walls 0.9b").kind is Kind.ACCEPTED
+    everyone = {"sample.Walls_0.9b", "sample.Corners_1.0", "good.Fresh_1.0"} | {n.replace(" ", "_") for n in junk}
+    assert _ratings_keys(client) == everyone
+
+    def hourly_run() -> None:
+        db = store.connect(app.config["RUMBLE"]["DB"])
+        hourly.refresh_standings(db, unconfirmed_days=7, now=clock.now())
+        db.close()
+
+    clock.advance(days=6)
+    hourly_run()
+    assert _ratings_keys(client) == everyone
+    clock.advance(days=2)
+    hourly_run()
+    assert _ratings_keys(client) == {"sample.Walls_0.9b", "sample.Corners_1.0", "good.Fresh_1.0"}
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    sources = {s for (s,) in db.execute("SELECT DISTINCT source FROM participant_events WHERE active = 0")}
+    db.close()
+    assert sources == {"unconfirmed: no battle from an established uploader within 7 days of joining"}
+    sent = dict(first=junk[0], second="sample.Corners 1.0", uploader="Spammer0")
+    assert _upload_from(client, "10.90.0.7", **sent).kind is Kind.ACCEPTED
+    assert "junk.J0_1.0" in _ratings_keys(client)
