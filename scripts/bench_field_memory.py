@@ -30,10 +30,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_upload  # noqa: E402  (the ladder's builder and the server helpers)
-from rumble.protocol.battle import Battle, Side  # noqa: E402
 
 from rumble import settings, store  # noqa: E402
 from rumble.ingest import apply  # noqa: E402
+from rumble.protocol.battle import Battle, Side  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
 from rumble.protocol.upload import format_upload  # noqa: E402
 from rumble.ratings.online import capacity_for  # noqa: E402

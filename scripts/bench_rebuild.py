@@ -30,10 +30,10 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_upload  # noqa: E402  (the ladder of the upload benchmark)
-from rumble.maintenance.rebuild import rebuild_rumble  # noqa: E402
 
 from rumble import settings, store  # noqa: E402
 from rumble.app import prepare_database  # noqa: E402
+from rumble.maintenance.rebuild import rebuild_rumble  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
 from rumble.store import battle_log  # noqa: E402
 from rumble.store.rumbles import rumble_id  # noqa: E402

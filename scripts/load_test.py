@@ -44,7 +44,6 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from rumble.protocol.battle import Battle, Side  # noqa: E402
-
 from rumble.protocol.upload import format_upload  # noqa: E402
 
 GAME = "roborumble"

@@ -40,7 +40,6 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from rumble.protocol.battle import Battle, Side  # noqa: E402
-
 from rumble.protocol.upload import format_upload  # noqa: E402
 
 GOAL_SECONDS, GOAL_SHARE = 2.0, 0.95
