@@ -44,6 +44,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -113,10 +114,15 @@ def json_lines(game: str, table: str, columns: list[str], rows: Iterable[Iterabl
     yield "\n]}\n"
 
 
-def with_clock(version: tuple, hourly: bool) -> tuple:
-    """``version``, plus the current UTC hour for an export that depends on the clock (a melee
-    rumble's rankings: each sigma grows with its bot's inactivity up to now)."""
-    return (*version, time.strftime("%Y-%m-%d %H", time.gmtime())) if hourly else version
+def hour_of(moment: datetime) -> datetime:
+    """The start of ``moment``'s UTC hour: a rankings snapshot serves the hour it was built in."""
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def with_clock(version: tuple, hour: datetime | None) -> tuple:
+    """``version``, plus ``hour`` for an export that depends on the clock (the rankings: every
+    deviation grows with its bot's inactivity)."""
+    return (*version, hour.strftime("%Y-%m-%d %H")) if hour is not None else version
 
 
 def table_writer(
@@ -125,12 +131,12 @@ def table_writer(
     game: str,
     name: str,
     rankings: Callable[[Any, int], tuple[list[str], Iterable]] | None = None,
-    hourly: bool = False,
+    hour: datetime | None = None,
 ) -> Writer:
     """The writer of ``name`` (``<table>.<fmt>`` or rumble.sqlite), reading one snapshot of the database.
 
     ``rankings(conn, rumble_id)`` gives the rankings' columns and rows (the web layer's table);
-    pairings and battles come from rumble.store.export. ``hourly``: see ``with_clock``.
+    pairings and battles come from rumble.store.export. ``hour``: see ``with_clock``.
     """
     if name == SQLITE:
         return lambda out: export.copy_rumble(db_path, rumble_id, out)[1]
@@ -138,7 +144,7 @@ def table_writer(
 
     def write(out: Path) -> tuple:
         with export.snapshot(db_path) as conn:
-            version = with_clock(export.log_version(conn, rumble_id), hourly)
+            version = with_clock(export.log_version(conn, rumble_id), hour)
             if table == "rankings":
                 if rankings is None:
                     raise ValueError("the rankings export needs the function that reads the table")

@@ -10,6 +10,7 @@ rendered from ENDPOINTS; a test checks that it documents every registered ``/api
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, render_template, request, send_file
@@ -334,15 +335,18 @@ def rumble_stats(game: str) -> Response:
     return jsonify(stats_page(get_db(), game))
 
 
-def _ranking_export(melee: bool) -> Callable[[Any, int], tuple[list[str], Iterable[list]]]:
+def _ranking_export(melee: bool, as_of: datetime) -> Callable[[Any, int], tuple[list[str], Iterable[list]]]:
     """The rankings table's columns and rows for the export, as /Rankings reads them (rank_range
-    split in two), read on the connection the snapshot writer gives."""
-    app_clock = clock()  # read in the request; the snapshot is written by another thread
+    split in two), read on the connection the snapshot writer gives, with every deviation (and so
+    ``provisional``) grown for inactivity up to ``as_of``, which the column ``deviations_as_of``
+    states."""
+    stated = as_of.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def read_rows(conn, rid: int) -> tuple[list[str], Iterable[list]]:
-        rows, _, _ = ranking_table(conn, rid, "-aps", app_clock.now().timestamp(), melee)
+        rows, _, _ = ranking_table(conn, rid, "-aps", as_of.timestamp(), melee)
         for row in rows:
             row["rank_best"], row["rank_worst"] = row.pop("rank_range")
+            row["deviations_as_of"] = stated
         columns = [
             "rank",
             "rank_best",
@@ -351,6 +355,7 @@ def _ranking_export(melee: bool) -> Callable[[Any, int], tuple[list[str], Iterab
             "provisional",
             *RANKING_COLUMNS,
             *(MELEE_TITLES if melee else ()),
+            "deviations_as_of",
         ]
         return columns, ([row.get(c) for c in columns] for row in rows)
 
@@ -362,13 +367,16 @@ def _snapshot_response(game: str, name: str, mimetype: str, download_name: str) 
     Last-Modified; conditional GET (304) and ranges as werkzeug's send_file does them."""
     settings = current_app.config["RUMBLE"]
     rid, melee = rumble_or_404(game), current_app.extensions["rumble.rumbles"][game].melee
-    hourly = melee and name.startswith("rankings.")
+    # The rankings' deviations grow with inactivity: a snapshot has them grown to the moment it was
+    # built (its column deviations_as_of) and serves the rest of that hour of the app's clock.
+    moment = clock().now()
+    hour = exports.hour_of(moment) if name.startswith("rankings.") else None
     snapshots = exports.Snapshots.from_settings(settings)
-    writer = exports.table_writer(settings["DB"], rid, game, name, _ranking_export(melee), hourly)
+    writer = exports.table_writer(settings["DB"], rid, game, name, _ranking_export(melee, moment), hour)
     for _ in range(3):  # a newer build may remove the chosen file before it is opened: look again
         db = get_db()
         with read(db):
-            etag = snapshots.etag(name, exports.with_clock(export.log_version(db, rid), hourly))
+            etag = snapshots.etag(name, exports.with_clock(export.log_version(db, rid), hour))
         snapshot = snapshots.obtain(game, name, etag, writer, settings["EXPORT_WAIT_SECONDS"])
         if snapshot is None:
             raise ApiError(

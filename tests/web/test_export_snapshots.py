@@ -11,12 +11,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import re
 import sqlite3
 import threading
 import time
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -382,3 +384,31 @@ def test_a_slow_build_runs_beside_the_request_which_gets_the_previous_snapshot_m
             break
         time.sleep(0.05)
     assert newest.path.read_text() == "v2" and not first.path.exists()
+
+
+@pytest.mark.parametrize("name", ["rankings.csv", "rankings.json"])
+def test_a_quiet_rumbles_rankings_export_grows_its_deviations_and_says_to_when(app, client, rumble, name):
+    """Nothing uploaded between two reads a day and an hour apart (the app's clock): the second is a new
+    snapshot whose deviations_as_of moved by that much, each Glicko RD grown by Glickman's rule from
+    the first, RD' = min(√(RD² + c²·t), 350) with c = √((350² − 50²)/365) and t in days (seed 001,
+    /ScoreExplanation), and each Glicko-2 RD grown too."""
+
+    def read() -> tuple[str, dict[str, dict]]:
+        answer = get(client, name)
+        body = answer.get_data(as_text=True)
+        rows = list(csv.DictReader(io.StringIO(body))) if name.endswith(".csv") else json.loads(body)["rows"]
+        return answer.headers["ETag"], {row["name"]: row for row in rows}
+
+    etag, before = read()
+    app.config["RUMBLE"]["CLOCK"].advance(days=1, hours=1)
+    later_etag, after = read()
+    assert later_etag != etag and set(after) == set(before) == {A, B, C}
+    c = math.sqrt((350**2 - 50**2) / 365)
+    for bot in (A, B, C):
+        then = datetime.fromisoformat(before[bot]["deviations_as_of"].replace("Z", "+00:00"))
+        now = datetime.fromisoformat(after[bot]["deviations_as_of"].replace("Z", "+00:00"))
+        days = (now - then).total_seconds() / 86400
+        assert 1 + 1 / 24 <= days < 1 + 1 / 24 + 0.01
+        rd = float(before[bot]["glicko_rd"])
+        assert float(after[bot]["glicko_rd"]) == pytest.approx(min(math.sqrt(rd**2 + c**2 * days), 350), abs=1e-6)
+        assert float(after[bot]["glicko2_rd"]) > float(before[bot]["glicko2_rd"])
