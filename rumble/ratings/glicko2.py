@@ -31,10 +31,10 @@ from rumble.ratings.glicko_common import SCALE, g, terms, to_mu, to_phi, to_r, t
 
 TAU = 0.5  # seed 000 and RRServer: the paper's example value (its advice: between 0.3 and 1.2)
 EPSILON = 1e-6  # step 5: the paper's convergence tolerance on x = ln(sigma²)
-MAX_ITERATIONS = 100  # Illinois converges superlinearly (3 iterations for the paper's example);
-# reaching 100 means non-finite input or a bug, so it raises instead of returning a guess. RRServer
-# bounded it at 20 (seed 004) without saying what happens then; for finite input both bounds give
-# the same result, and 100-then-raise fails loudly (the explanation page says so)
+MAX_ITERATIONS = 100  # Illinois steps of step 5 at most. The paper's example needs 2, reachable
+# rumble inputs up to 27 (tests/ratings/test_stated_properties.py), more than the 20 RRServer allowed
+# (seed 004), whose bound would stop some updates short. Reaching 100 means non-finite input or a bug,
+# so it raises instead of returning a guess
 PERIOD_DAYS = 14  # seed 000: one inactive rating period is 14 days, counted in whole days
 DAY_SECONDS = 86_400
 
@@ -96,12 +96,18 @@ def bracket(delta: float, phi: float, v: float, a: float, tau: float) -> float:
 @register_jitable
 def volatility(sigma: float, delta: float, phi: float, v: float, tau: float = TAU) -> float:
     """Step 5: the new volatility sigma', from the root of f by the Illinois algorithm."""
+    return volatility_steps(sigma, delta, phi, v, tau)[0]
+
+
+@register_jitable
+def volatility_steps(sigma: float, delta: float, phi: float, v: float, tau: float = TAU) -> tuple[float, int]:
+    """``volatility``, and the Illinois steps it took (new points C computed in step 5.4)."""
     a = math.log(sigma**2)
     A, B = a, bracket(delta, phi, v, a, tau)  # step 5.2
     f_A, f_B = f(A, delta, phi, v, a, tau), f(B, delta, phi, v, a, tau)  # step 5.3
-    for _ in range(MAX_ITERATIONS):  # step 5.4
+    for step in range(MAX_ITERATIONS):  # step 5.4
         if abs(B - A) <= EPSILON:
-            return math.exp(A / 2.0)  # step 5.5
+            return math.exp(A / 2.0), step  # step 5.5
         C = A + (A - B) * f_A / (f_B - f_A)
         f_C = f(C, delta, phi, v, a, tau)
         if f_C * f_B <= 0.0:

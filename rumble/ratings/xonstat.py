@@ -6,9 +6,14 @@
   K = 200 - 5·n, n being the battles the bot had *before* this one (as XonStat's ``elo.py``
   counts games), so the 1st battle has K = 200, the 2nd 195, the 32nd 45, and the 33rd and every
   later one 40.
-- K is scaled by the fraction of the battle played (the blog: 800 of 1000 seconds gives 80 % of
-  K); in the rumble that is the rounds played over the rumble's rounds.
-- The outcome S_A is the battle's score share s_A/(s_A + s_B), 0.5 when neither scored.
+- The seed scales K by the fraction of the match played (the blog: 800 of 1000 seconds gives 80 %
+  of K). ``update`` takes that fraction, but the server passes none: every battle it accepts has
+  the rumble's full rounds (rumble.protocol.upload.check_settings), so the fraction is always 1 and
+  K is never scaled.
+- The outcome S_A is the battle's score share s_A/(s_A + s_B), 0.5 when neither scored, where the
+  seed's match outcome is 1 for a win and 0 for a loss: a deliberate difference (a robot battle's
+  score says by how much; 51:49 is nearly a draw). Two settled bots of equal rating, one winning
+  60:40, move by 40·(0.6 - 0.5) = 4 points here, by 40·(1 - 0.5) = 20 under the seed's rule.
 - r_A' = r_A + K_A·(S_A - E_A), and the same for B with S_B = 1 - S_A.
 
 The blog's text says "a K value of 20" for experienced players but computes with 40; 40 is what

@@ -16,14 +16,12 @@ DELTA_RANGE = (0.1, 20.0)  # APS points: below 0.1 no rumble decides; above 20 t
 
 
 def standing(row: dict, ci_counts: dict[str, int]) -> superiority.Standing | None:
-    """A rankings row as the LOS needs it (its APS variance counting its single-battle pairings,
-    superiority.aps_variance); None for a bot without an APS."""
+    """A rankings row as the LOS and the statistical ties need it (its APS variance counting its
+    single-battle pairings, and its battle variance; superiority.standing); None for a bot without an APS."""
     if row["aps"] is None:
         return None
-    n, k = row["pairings"], ci_counts.get(row["name"])
-    return superiority.Standing(
-        row["name"], row["aps"], superiority.aps_variance(row["aps_ci"], n, k, row["battles"]), n
-    )
+    k = ci_counts.get(row["name"])
+    return superiority.standing(row["name"], row["aps"], row["aps_ci"], row["pairings"], k, row["battles"])
 
 
 def shared_terms(db, rid: int, pairs: list[tuple[superiority.Standing, superiority.Standing]]) -> list[float]:

@@ -12,7 +12,7 @@ from rumble.rankings import page_figures, ties
 from rumble.ratings import weng_lin
 from rumble.ratings.columns import RATINGS
 from rumble.ratings.online import provisional
-from rumble.store import format_time, melee_battles, stats, tables, trust, upload_stats
+from rumble.store import format_time, melee_battles, pairings, stats, tables, trust, upload_stats
 from rumble.store.rumbles import rumble_id, rumble_rows
 from rumble.web import confidence_data, now
 from rumble.web.lookup import STATS_DAYS
@@ -55,7 +55,10 @@ def ranking_table(db, rid: int, order: str, moment: float, melee: bool = False) 
     ]
     if melee:
         with_melee(rows, melee_battles.ratings_by_name(db, rid), order if melee_order else None, moment)
-    for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], [r["aps_ci"] for r in rows])):
+    counts = pairings.ci_counts(db, rid)  # the ties use the LOS's variance of each APS, not the bare CI
+    found = [confidence_data.standing(r, counts) for r in rows]
+    variances = [None if s is None else s.variance for s in found]
+    for row, (best, worst) in zip(rows, ties.rank_ranges([r["aps"] for r in rows], variances)):
         row["rank_range"], row["tied"] = [best, worst], best != worst
     confidence_data.with_los_to_next(db, rid, rows)  # "LOS to next", by APS whatever the order
     state, banner = ties.stability([r["pairings"] for r in rows], tables.unrated_since_last_event(db, rid))

@@ -7,9 +7,9 @@ import math
 from statistics import NormalDist
 
 import pytest
+from conftest import battle
 
 from rumble.protocol.replies import Kind
-from tests.conftest import battle
 
 PHI = NormalDist().cdf  # the standard library's normal law, independent of rumble's math.erf
 
@@ -77,6 +77,10 @@ def test_alternative_rankings_show_the_los_matrix(three, client):
     assert '<td class="num sure">0.96</td>' in page and '<td class="num">0.04</td>' in page
 
 
+SINGLE_BATTLE_GAMES = [("t.A 1.0", "t.B 1.0", 600), ("t.A 1.0", "t.B 1.0", 800), ("t.A 1.0", "t.C 1.0", 700)]
+SINGLE_BATTLE_GAMES += [("t.B 1.0", "t.C 1.0", 550), ("t.B 1.0", "t.C 1.0", 650)]
+
+
 def test_a_single_battle_pairing_counts_a_whole_battles_variance(upload, client):
     # A-B 60, 80 (mean 70, SE² 100); A-C one battle, 70; B-C 55, 65 (mean 60, SE² 25). APS: A 70, B 45, C 35.
     # A: n = 2, k = 1, the CI's variance 100/(2·1) = 50, so m = 50·2 = 100 and σ² ≈ m·(3 battles − 1)/1 = 200:
@@ -84,15 +88,29 @@ def test_a_single_battle_pairing_counts_a_whole_battles_variance(upload, client)
     #    C: CI variance 25/(2·1) = 12.5, m = 25, σ² ≈ 25·2/1 = 50, Var_C = (25 + 50)/4 = 18.75.
     # LOS(A > B) = Φ(25/√(75 + 31.25 + 2·100/4)) = Φ(25/12.5) = Φ(2) = 0.9772;
     # LOS(B > C) = Φ(10/√(31.25 + 18.75 + 2·25/4)) = Φ(10/√62.5) = 0.8970
-    games = [("t.A 1.0", "t.B 1.0", 600), ("t.A 1.0", "t.B 1.0", 800), ("t.A 1.0", "t.C 1.0", 700)]
-    games += [("t.B 1.0", "t.C 1.0", 550), ("t.B 1.0", "t.C 1.0", 650)]
-    for first, second, score in games:
+    for first, second, score in SINGLE_BATTLE_GAMES:
         assert upload(battle(first, second, scores=(score, 1000 - score))).kind == Kind.ACCEPTED
     rows = client.get("/Rankings?game=roborumble&api=1").json
     assert [r["aps"] for r in rows] == [70.0, 45.0, 35.0]
     assert rows[0]["los_next"] == pytest.approx(PHI(2.0), abs=1e-12) and round(rows[0]["los_next"], 4) == 0.9772
     assert rows[1]["los_next"] == pytest.approx(PHI(10 / math.sqrt(62.5)), abs=1e-12)
     assert round(rows[1]["los_next"], 4) == 0.8970
+
+
+def test_a_single_battle_shared_pairing_and_the_ties_count_a_whole_battles_variance(upload, client):
+    """The same battles. A and C share A-C, one battle: its SE² is σ²/1 with σ² the two bots' battle
+    variances pooled, (200 + 50)/2 = 125 (σ²_A = 200, σ²_C = 50 above), so the term is 2·125/(2·2) = 62.5
+    and LOS(A > C) = Φ(35/√(75 + 18.75 + 62.5)) = Φ(35/12.5) = Φ(2.8) = 0.9974.
+    The ties take the same Var: half-widths 1.96·√75 = 16.97, 1.96·√31.25 = 10.96, 1.96·√18.75 = 8.49,
+    so A [53.03, 86.97], B [34.04, 55.96], C [26.51, 43.49]: A reaches B (1–2), B reaches both (1–3),
+    C lies below A but reaches B (2–3). (The bare APS CIs, A [56.14, 83.86], C [28.07, 41.93], would
+    have put A alone at 1.)"""
+    for first, second, score in SINGLE_BATTLE_GAMES:
+        assert upload(battle(first, second, scores=(score, 1000 - score))).kind == Kind.ACCEPTED
+    los = client.get("/AlternativeRankings?game=roborumble&api=1").json["los_matrix"]["los"]
+    assert los[0][2] == pytest.approx(PHI(2.8), abs=1e-12) and round(los[0][2], 4) == 0.9974
+    rows = client.get("/Rankings?game=roborumble&api=1").json
+    assert [r["rank_range"] for r in rows] == [[1, 2], [1, 3], [2, 3]] and all(r["tied"] for r in rows)
 
 
 @pytest.fixture

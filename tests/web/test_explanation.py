@@ -21,7 +21,9 @@ def page(client) -> str:
         "Condorcet's paradox) is therefore a three-way tie",  # 6: Ranked Pairs tiers
         'the paper\'s optional "variance damping factor" σ/c (its page 26), which the openskill package applies by default, is left out',  # 7
         '"based on pairing win rates (i.e. # wins/battles for each pairing)", not on APS',  # 3
-        'The one exception to "at least 1" is the ceiling',  # 9: RP at the ceiling
+        '"At least 1" has two exceptions, both bounds of seed 000',  # RP's ceiling and floor
+        "Three of them (Elo, Glicko and Glicko-2) follow Darkcanuck's RRServer",
+        "move by 40 × (0.6 − 0.5) = 4 points each here",  # XonStat's score share, not 1/0
         "gives c = 0.366",  # 9: Glicko's c
         "t is a real number of days",  # 9: real-valued elapsed days
         "allowed 100 steps, not the 20 RRServer bounded it to",  # 9: volatility iteration
