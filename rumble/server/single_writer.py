@@ -614,11 +614,10 @@ def yield_cpu_to_writer() -> None:
     scheduling point. No privilege is needed. In scripts/bench_upload.py's living scenario it took
     about a tenth more uploads per second (runs with and without, alternating).
 
-    The worker keeps its nice value. Until 2026-11-24 it also lowered it by 5; on Linux 6.18's
-    scheduler (EEVDF) that cost uploads: in 6 alternating 8 s rounds of the living scenario, nice 0
-    gave a median of 2,461 uploads/s against 2,366 with nice 5 (higher in 5 of the 6 rounds, 3 %
-    less server CPU per upload, p99 7.4–8.0 against 8.2–8.7 ms), nice 2 gave 2,420. A niced worker
-    waited longer for a core (it holds the uploads of its connections) than the writer gained."""
+    The worker keeps its nice value: on Linux 6.18's scheduler (EEVDF) a niced worker waits longer
+    for a core (it holds the uploads of its connections) than the writer gains. In 6 alternating 8 s
+    rounds of the living scenario, nice 0 gave a median of 2,461 uploads/s against 2,366 with nice 5
+    and 2,420 with nice 2."""
     if hasattr(os, "sched_setscheduler"):
         with contextlib.suppress(OSError):  # refused (a sandbox): the same work, only scheduled as before
             os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))

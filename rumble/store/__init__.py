@@ -83,6 +83,8 @@ def _shared_cache(path: str) -> dict:
 
 CHECKPOINT_EVERY = 1000  # commits of one connection between its WAL checkpoints: fewer fsyncs under the lock,
 # while the WAL stays bounded (scripts/bench_upload.py reports its size)
+WAL_SIZE_LIMIT = 64 * 1024 * 1024  # bytes: a WAL that a long read let grow past this is cut back to it
+# when the next write starts it again from the beginning (SQLite's journal_size_limit), not kept
 
 
 def connect(
@@ -112,6 +114,7 @@ def connect(
             with file_lock(db):
                 conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+    conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
     if not autocheckpoint:
         conn.execute("PRAGMA wal_autocheckpoint = 0")
     if migrate:

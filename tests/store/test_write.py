@@ -42,3 +42,27 @@ def test_times_are_written_in_utc_to_the_millisecond_truncated():
     assert store.format_time(datetime(2026, 1, 1, 1, 5, 9, 999_999, tzinfo=east)) == "2025-12-31 22:35:09.999"
     assert store.format_time(datetime(2031, 7, 4, 12, 0, 0, 1_000, tzinfo=UTC)) == "2031-07-04 12:00:00.001"
     assert store.format_time(datetime(2031, 7, 4, 12, 0, 0, 0, tzinfo=UTC)) == "2031-07-04 12:00:00.000"
+
+
+def test_a_wal_grown_during_a_long_read_is_cut_back_once_the_log_starts_again(tmp_path, monkeypatch):
+    """A reader holding one snapshot keeps the WAL from starting again, so writes meanwhile grow it
+    (a page read over the whole log at the time); once it ends and a checkpoint has copied the WAL,
+    the next write starts it again and cuts the file back to WAL_SIZE_LIMIT, instead of keeping it
+    at its largest for good."""
+    monkeypatch.setattr(store, "WAL_SIZE_LIMIT", 64 * 1024)
+    path = tmp_path / "r.db"
+    writer, reader = store.connect(path), store.connect(path, migrate=False)
+    writer.execute("CREATE TABLE t (x BLOB)")
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM t").fetchone()  # the snapshot is taken here and held
+    for _ in range(200):
+        writer.execute("INSERT INTO t VALUES (zeroblob(8000))")
+    wal = tmp_path / "r.db-wal"
+    grown = wal.stat().st_size
+    assert grown > 1024 * 1024
+    reader.execute("COMMIT")
+    writer.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    writer.execute("INSERT INTO t VALUES (1)")  # starts the WAL again from its beginning
+    assert wal.stat().st_size <= 64 * 1024 < grown
+    writer.close()
+    reader.close()
