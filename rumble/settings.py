@@ -224,3 +224,21 @@ def load(overrides: dict[str, Any] | None = None, environ: Mapping[str, str] | N
     if values["CLOCK"] is None:
         values["CLOCK"] = Clock()
     return values
+
+
+def origins(overrides: dict[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Where ``load`` (given the same arguments) takes each setting's value from: ``"given"`` (the
+    mapping passed, as the CLI's ``--db``), ``"RUMBLE_<NAME>"`` (that environment variable) or
+    ``"default"``. A variable whose value stands for the default (RUMBLE_CLOCK: the clock is never
+    read from the environment) counts as the default."""
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    found: dict[str, str] = {}
+    for setting in SETTINGS:
+        variable = "RUMBLE_" + setting.name
+        raw = env.get(variable)
+        found[setting.name] = "default" if raw is None or setting.parse(raw) is None else variable
+    for name in overrides or {}:
+        if name not in _BY_NAME:
+            raise KeyError(f"unknown setting {name!r}")
+        found[name] = "given"
+    return found

@@ -401,6 +401,117 @@ def batch(db: str | None) -> None:
         click.echo(f"export snapshots rewritten: {', '.join(rewritten)}")
 
 
+@click.command(name="settings")
+@db_option
+def show_settings(db: str | None) -> None:
+    """Print every setting's value and where it came from: default, environment (RUMBLE_<NAME>),
+    --db, or set from /admin (stored in the database). The README's Settings section says what each means.
+
+    The database is only read (not created, not migrated). Secrets are never printed: the cookie-signing
+    key and the token hashes stay in the database, and of RUMBLE_ADMIN_TOKEN only the public id is shown.
+    """
+    from rumble import settings
+    from rumble.admin_tokens import describe
+    from rumble.cli.admin_commands import TOKEN_VARIABLE
+    from rumble.overrides import RUMBLE_KEYS, SERVER, Effective
+    from rumble.protocol.games import DEFAULT_RUMBLES_FILE, ConfigError
+    from rumble.schedule.exports import directory
+
+    unreadable = []
+    for setting in settings.SETTINGS:
+        raw = os.environ.get("RUMBLE_" + setting.name)
+        try:
+            if raw is not None:
+                setting.parse(raw)
+        except ValueError as error:
+            unreadable.append(f"RUMBLE_{setting.name}={raw!r}: {error}")
+    if unreadable:
+        raise click.ClickException("these environment variables are not valid:\n  " + "\n  ".join(unreadable))
+    given = {"DB": db} if db else None
+    values = settings.load(given)
+    origins = {name: _origin_words(origin) for name, origin in settings.origins(given).items()}
+    stored, note = _stored_settings(values["DB"])
+    try:
+        rumbles = load_rumbles(values["RUMBLES_FILE"])
+    except (ConfigError, OSError) as error:
+        raise click.ClickException(f"cannot read the rumbles file: {error}") from None
+
+    shown = {setting.name: _shown(values[setting.name]) for setting in settings.SETTINGS}
+    shown["RUMBLES_FILE"] = str(values["RUMBLES_FILE"] or DEFAULT_RUMBLES_FILE)
+    shown["EXPORT_DIR"] = str(directory(values))
+    shown["CLOCK"] = "the system clock (UTC)"  # never read from the environment: only code (tests) sets another
+    if (SERVER, "ACCEPTED_CLIENTS") in stored:
+        effective = Effective(stored).accepted_clients(values["ACCEPTED_CLIENTS"])
+        origins["ACCEPTED_CLIENTS"] = (
+            f"/admin, stored in the database; under it {shown['ACCEPTED_CLIENTS']} from {origins['ACCEPTED_CLIENTS']}"
+        )
+        shown["ACCEPTED_CLIENTS"] = _shown(effective)
+    width = max(len(setting.name) for setting in settings.SETTINGS) + 2
+    click.echo("# setting, value (where it came from); what each means: the README's Settings section")
+    for setting in settings.SETTINGS:
+        click.echo(f"{setting.name:<{width}}{shown[setting.name]}  ({origins[setting.name]})")
+
+    click.echo(f"\n# rumbles, from {shown['RUMBLES_FILE']} and /admin" + (f" ({note})" if note else ""))
+    effective_rumbles = Effective(stored).rumbles(rumbles)
+    name_width = max((len(name) for name in rumbles), default=0) + 2
+    for name, rumble in effective_rumbles.items():
+        changed = [key for key in RUMBLE_KEYS if (name, key) in stored]
+        where = "rumbles file" + (f"; {', '.join(changed)} from /admin" if changed else "")
+        figures = " ".join(f"{key}={_shown(getattr(rumble, key))}" for key in RUMBLE_KEYS)
+        click.echo(f"{name:<{name_width}}{figures}  ({where})")
+
+    click.echo("\n# other environment variables rumble reads")
+    token = os.environ.get(TOKEN_VARIABLE, "").strip()
+    click.echo(f"{TOKEN_VARIABLE}  " + (f"set: {describe(token)}, secret masked" if token else "not set"))
+    known = {"RUMBLE_" + setting.name for setting in settings.SETTINGS} | {TOKEN_VARIABLE}
+    for variable in sorted(name for name in os.environ if name.startswith("RUMBLE_") and name not in known):
+        click.echo(f"{variable}  set, but no setting of that name: ignored (its value is not shown)")
+
+
+def _origin_words(origin: str) -> str:
+    """``rumble.settings.origins``'s answer as ``rumble settings`` prints it."""
+    return {"default": "default", "given": "--db"}.get(origin, f"environment {origin}")
+
+
+def _shown(value: object) -> str:
+    """A value as ``rumble settings`` prints it: as its environment variable would spell it."""
+    if isinstance(value, tuple):
+        return ",".join(str(part) for part in value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _stored_settings(path: str) -> tuple[dict, str | None]:
+    """The settings maintainers stored from /admin in the database at ``path``, read on a read-only
+    connection (nothing is created or migrated), and a note when there can be none."""
+    import sqlite3
+
+    from rumble.store import Store, admin_settings
+
+    if not os.path.isfile(path):
+        return {}, f"no database at {path} yet, so nothing set from /admin"
+    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return admin_settings.all_overrides(Store(conn)), None
+    except sqlite3.OperationalError as error:
+        if "no such table" in str(error):  # a database older than migration 0007
+            return {}, "the database predates settings from /admin"
+        raise click.ClickException(f"cannot read {path}: {error} (run this as the user the server runs as)") from None
+    except sqlite3.DatabaseError as error:
+        raise click.ClickException(f"cannot read {path}: {error}") from None
+    finally:
+        conn.close()
+
+
+cli.add_command(show_settings)
+# `rumble serve --help` names where the settings are documented (set here, beside the command that prints them).
+serve.epilog = (
+    "Settings (THREADS, TRUSTED_PROXIES, SYNCHRONOUS, ...) are read from RUMBLE_<NAME> environment variables; "
+    "each is documented in the README's Settings section, and `rumble settings` prints every value and where it came from."
+)
+
+
 register_admin_commands(cli)
 
 if __name__ == "__main__":  # pragma: no cover

@@ -95,6 +95,7 @@ def connect(
     memory = path == ":memory:"
     if not memory:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
+        create_private(path)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
@@ -123,6 +124,20 @@ def connect(
         with file_lock(db):
             apply_migrations(db)
     return db
+
+
+PRIVATE_MODE = 0o600  # the database holds the cookie-signing key and the token hashes: its owner alone may read it
+
+
+def create_private(path: str | os.PathLike) -> None:
+    """Create ``path`` as an empty file of mode 0600 (at most: the umask may take more away), unless
+    it exists; an empty file is an empty SQLite database. SQLite gives the -wal, -shm and -journal
+    files it creates beside a database the database file's mode, so they are 0600 too. A file that
+    exists keeps its mode; a file that cannot be made is left to SQLite to refuse, as before."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, PRIVATE_MODE))
+    except OSError:  # FileExistsError above all
+        pass
 
 
 def keep_temporary_in_memory(db: Store) -> None:

@@ -22,7 +22,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from rumble.store import BUSY_TIMEOUT_MS, Store, admin_settings, file_lock
+from rumble.store import BUSY_TIMEOUT_MS, Store, admin_settings, create_private, file_lock
 
 STEP_PAGES = 1024  # pages per backup step: 4 MiB at SQLite's default page size
 REQUIRED_TABLES = ("_sqlite_migrations", "battles")
@@ -39,6 +39,7 @@ def backup(db: Store, dest: str | os.PathLike, progress: Progress | None = None)
     dest = Path(dest)
     partial = dest.with_name(dest.name + ".partial")
     partial.unlink(missing_ok=True)
+    create_private(partial)  # mode 0600 before the first secret is copied in (kept by the rename)
     target = sqlite3.connect(partial)
     try:
         db.conn.execute("BEGIN")
@@ -94,6 +95,7 @@ def prepare(source: sqlite3.Connection, live_path: str | os.PathLike, progress: 
     prepared = Path(f"{live_path}.restoring")
     for suffix in ("", "-wal", "-shm", ".lock"):
         Path(f"{prepared}{suffix}").unlink(missing_ok=True)
+    create_private(prepared)  # a copy of the backup, secrets and all: mode 0600 like the database
     target = sqlite3.connect(prepared)
     try:
         source.backup(target, pages=STEP_PAGES, progress=_reporter(progress))
