@@ -114,7 +114,7 @@ ENDPOINTS = [
             "delta": "the improvement the test looks for, in APS points, 0.1 to 20 (default 1)",
         },
         "fields": "game, new, old, verdict (better, worse, no difference, not yet), opponents, battles (both versions, "
-        "over the common opponents), mean, variance, information, llr_better, llr_worse, upper, lower (Wald's bounds), "
+        "over the common opponents), mean, variance, information, llr_better, llr_worse, upper, lower (the bounds at these opponents, A_n and B_n), "
         "delta, alpha, beta, more_battles (about how many more battles to a verdict; null once decided), min_opponents",
     },
     {

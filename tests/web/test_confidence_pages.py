@@ -44,7 +44,7 @@ def test_rankings_json_and_page_show_los_to_next(three, client):
         expected = three[row["name"]]
         assert row["los_next"] is None if expected is None else row["los_next"] == pytest.approx(expected, abs=1e-12)
     assert round(rows[1]["los_next"], 4) == 0.9584
-    page = client.get("/Rankings?game=roborumble").get_data(as_text=True)
+    page = client.get("/Rankings?game=roborumble&columns=all").get_data(as_text=True)  # not a main column
     assert "LOS to next</th>" in page
     assert f'<td class="num los">{three["t.A 1.0"]:.3f}</td>' in page and '<td class="num los">0.958</td>' in page
     api = client.get("/api/v1/rumbles/roborumble/rankings").json["items"]
@@ -117,7 +117,8 @@ def test_a_single_battle_shared_pairing_and_the_ties_count_a_whole_battles_varia
 def versions(upload):
     """pkg.Bot 1.0 and 1.1 against ten opponents, one battle each: the old version scores 50 % against
     each; the new one 52 % and 54 % in turn. Differences 2, 4, 2, 4, ...: d̄ = 3, s² = 10/9, I = 9,
-    LLR better = 9·(3 − 0.5) = 22.5 ≥ ln 19 -> better; LLR worse = 9·(−3.5) = −31.5; 20 battles."""
+    LLR better = 9·(3 − 0.5) = 22.5 ≥ A_10 -> better; LLR worse = 9·(−3.5) = −31.5; 20 battles. A_10, the
+    bound at 10 opponents (ν = 9, counted as 9/2): (9/4)·(20^(4/9) − 1) = 2.25·2.78648 = 6.2696."""
     for i in range(10):
         opponent = f"opp.Foe{i} 1.0"
         assert upload(battle("pkg.Bot 1.0", opponent, scores=(500, 500))).kind == Kind.ACCEPTED
@@ -130,7 +131,8 @@ def test_the_version_test_in_the_api(versions, client):
     assert data["verdict"] == "better" and data["new"] == "pkg.Bot 1.1" and data["old"] == "pkg.Bot 1.0"
     assert (data["opponents"], data["battles"], data["mean"]) == (10, 20, pytest.approx(3.0))
     assert data["llr_better"] == pytest.approx(22.5) and data["llr_worse"] == pytest.approx(-31.5)
-    assert data["upper"] == pytest.approx(math.log(19)) and data["more_battles"] is None
+    assert data["upper"] == pytest.approx(9 / 4 * (20 ** (4 / 9) - 1)) and round(data["upper"], 4) == 6.2696
+    assert data["lower"] == pytest.approx(-data["upper"]) and data["more_battles"] is None
     swapped = client.get("/api/v1/rumbles/roborumble/version-test?old=pkg.Bot 1.1&new=pkg.Bot 1.0").json
     assert swapped["verdict"] == "worse" and swapped["llr_worse"] == pytest.approx(22.5)
     # delta 4: LLR better = 4·9·(3 − 2) = 36, still better; LLR worse = 4·9·(−3 − 2) = −180
