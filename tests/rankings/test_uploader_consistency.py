@@ -1,5 +1,6 @@
 """Uploader consistency (rumble/rankings/uploader_consistency.py): each step on hand-computed examples,
-and the simulated rumble of issue 14 on one fixed seed."""
+the simulated rumble of issue 14 on one fixed seed, and the settled result's coherence (issue 33
+item 5) checked against a recomputation from the building blocks."""
 
 from __future__ import annotations
 
@@ -186,3 +187,173 @@ def test_a_lone_small_uploader_is_untested_and_left_out_of_the_consensus():
     # against the other alone, as if the forger had not uploaded at all
     alone = {v.uploader: v for v in uc.consistency([s for s in _spread_forgery(4, 1, 15) if s.uploader != "forger0"])}
     assert verdicts["honest1"].p_raw == pytest.approx(alone["honest1"].p_raw)
+
+
+def _battle(rng, strength: dict[str, float], a: str, b: str, bias: float = 0.0) -> float:
+    """A battle's share for a < b around the logistic of their strengths (SD 2 + 8·sqrt(p(1 − p))·2
+    points, as scripts/sim_uploaders.py), plus ``bias``, kept in [0, 100]."""
+    mean = 100.0 / (1.0 + math.exp(-(strength[a] - strength[b]) / 12.0))
+    x = rng.gauss(mean, 2.0 + 8.0 * math.sqrt(mean * (100.0 - mean)) / 50.0) + bias
+    return min(100.0, max(0.0, x))
+
+
+def _dragged(seed: int) -> list[Share]:
+    """A forger adds 20 points to b00 on its 12 pairings with b01..b12 (12 battles each); "narrow"
+    plays only those (8 each), "broad1" and "broad2" once each, so narrow's consensus there is mostly
+    the forger's. "buddy" plays 4 pairings of b18 (6 battles each) that only narrow also plays (4
+    each). forger, broad1..3 also play 250 battles each among b01..b17."""
+    import random
+
+    rng = random.Random(seed)
+    bots = [f"b{i:02d}" for i in range(24)]
+    strength = {b: rng.uniform(20.0, 80.0) for b in bots}
+    shares = []
+    for o in bots[1:13]:
+        shares += [Share("narrow", "b00", o, _battle(rng, strength, "b00", o)) for _ in range(8)]
+        shares += [Share("forger", "b00", o, _battle(rng, strength, "b00", o, 20.0)) for _ in range(12)]
+        shares += [Share(u, "b00", o, _battle(rng, strength, "b00", o)) for u in ("broad1", "broad2")]
+    for o in bots[19:23]:
+        shares += [Share("narrow", "b18", o, _battle(rng, strength, "b18", o)) for _ in range(4)]
+        shares += [Share("buddy", "b18", o, _battle(rng, strength, "b18", o)) for _ in range(6)]
+    for u in ("forger", "broad1", "broad2", "broad3"):
+        for _ in range(250):
+            a, b = sorted(rng.sample(bots[1:18], 2))
+            shares.append(Share(u, a, b, _battle(rng, strength, a, b)))
+    return shares
+
+
+def _shared_pairings(shares: list[Share], uploader: str, out: set[str]) -> int:
+    """Pairings ``uploader`` played that another uploader not in ``out`` also played."""
+    players: dict[tuple[str, str], set[str]] = {}
+    for s in shares:
+        players.setdefault((s.a, s.b), set()).add(s.uploader)
+    return sum(1 for who in players.values() if uploader in who and who - out - {uploader})
+
+
+def _left_out(verdicts: list[uc.Verdict]) -> set[str]:
+    """The uploaders a coherent result leaves out of the consensus: the flagged (every pooled one when
+    the pool is) and the untested."""
+    pool_flagged = any(v.uploader == uc.POOL and v.flagged for v in verdicts)
+    return {
+        v.uploader
+        for v in verdicts
+        if v.uploader != uc.POOL and (v.flagged or (v.pooled and pool_flagged) or (not v.tested and not v.pooled))
+    }
+
+
+def _recomputed(shares: list[Share], out: frozenset[str]) -> dict[str, tuple[float, float]]:
+    """Each unit's (p before Holm, Holm-corrected p), recomputed from the building blocks against the
+    consensus of the uploaders not in ``out``: its residuals (less the pooled ones of small
+    uploaders), the reference of every other uploader in the consensus, the two tests, Holm."""
+    by_pairing = uc.totals(shares)
+    uploaders = sorted({s.uploader for s in shares})
+    scale = uc.pooled_scale(by_pairing, out)
+    found = {u: uc.residuals(by_pairing, u, out, scale) for u in uploaders}
+    small = [u for u in uploaders if sum(r.battles for r in found[u]) < uc.MIN_BATTLES]
+    units = {u: [u] for u in uploaders if u not in small}
+    if len(small) > 1 and sum(r.battles for u in small for r in found[u]) >= uc.MIN_BATTLES:
+        units[uc.POOL] = small
+    raw = {}
+    for unit, members in units.items():
+        reference = uc.Reference()
+        for u in uploaders:
+            if u not in out and u not in members and (u in units or uc.POOL in units):
+                reference.add(found[u])
+        _, p_dispersion, _, p_bias, _ = uc.uploader_tests([r for u in members for r in found[u]], reference)
+        raw[unit] = min(1.0, 2.0 * min(p_dispersion, p_bias))
+    return {unit: (raw[unit], p) for unit, p in zip(raw, uc.holm(list(raw.values())))}
+
+
+def _coherent(shares: list[Share], verdicts: list[uc.Verdict]) -> bool:
+    """Whether ``verdicts`` are each unit's figures against the consensus that leaves out exactly the
+    flagged and the untested, flagged exactly when the corrected p is below ALPHA."""
+    figures = _recomputed(shares, frozenset(_left_out(verdicts)))
+    tested = {v.uploader: v for v in verdicts if v.tested}
+    return set(tested) == set(figures) and all(
+        v.p_raw == pytest.approx(figures[u][0], rel=1e-9, abs=1e-300)
+        and v.p == pytest.approx(figures[u][1], rel=1e-9, abs=1e-300)
+        and v.flagged == (figures[u][1] < uc.ALPHA)
+        for u, v in tested.items()
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 2, 5])
+def test_an_honest_uploader_flagged_while_a_forger_dragged_its_consensus_comes_back(seed):
+    """Issue 33 item 5. narrow's consensus on b00's pairings is mostly the forger's: narrow is flagged
+    first and left out; once the forger is out too, narrow is consistent with the rest. The loop
+    that only grew kept narrow out, showed it consistent, and left buddy (whose pairings only narrow
+    shares) untested. Now narrow comes back, buddy is tested, and only the forger is flagged."""
+    shares = _dragged(seed)
+    verdicts = uc.consistency(shares)
+    by_name = {v.uploader: v for v in verdicts}
+    assert {v.uploader for v in verdicts if v.flagged} == {"forger"}
+    # narrow and buddy count in the consensus: each is measured on every pairing it shares with an
+    # uploader not flagged (narrow: b00's 12 with broad1/broad2, and buddy's 4; buddy: those 4)
+    assert (by_name["narrow"].tested, by_name["narrow"].flagged) == (True, False)
+    assert by_name["narrow"].pairings_shared == _shared_pairings(shares, "narrow", {"forger"}) == 16
+    assert (by_name["buddy"].tested, by_name["buddy"].flagged) == (True, False)
+    assert by_name["buddy"].pairings_shared == _shared_pairings(shares, "buddy", {"forger"}) == 4
+    assert _coherent(shares, verdicts)
+    found = uc.settle(shares)
+    assert found.excluded == {"forger"} and "narrow" in found.readmitted and found.unsettled == []
+
+
+def _random_rumble(seed: int) -> list[Share]:
+    """A small random rumble: 12 bots; on b00's 11 pairings "narrow" (4-10 battles each), "forger"
+    (4-12, b00 pushed by 0 or 10-30 points), broad1 and broad2 (0-2); forger and broad1..3 40-150
+    battles elsewhere; up to three uploaders of 3-15 battles anywhere."""
+    import random
+
+    rng = random.Random(seed)
+    bots = [f"b{i:02d}" for i in range(12)]
+    strength = {b: rng.uniform(20.0, 80.0) for b in bots}
+    own = [("b00", b) for b in bots[1:]]
+    rest = [(a, b) for i, a in enumerate(bots) if i for b in bots[i + 1 :]]
+    bias = rng.choice([0.0, rng.uniform(10.0, 30.0)])
+    shares = []
+
+    def play(uploader: str, pairing: tuple[str, str], push: float = 0.0) -> None:
+        a, b = pairing
+        shares.append(Share(uploader, a, b, _battle(rng, strength, a, b, push if a == "b00" else 0.0)))
+
+    for pairing in own:
+        for _ in range(rng.randint(4, 10)):
+            play("narrow", pairing)
+        for _ in range(rng.randint(4, 12)):
+            play("forger", pairing, bias)
+        for u in ("broad1", "broad2"):
+            for _ in range(rng.randint(0, 2)):
+                play(u, pairing)
+    for u in ("forger", "broad1", "broad2", "broad3"):
+        for _ in range(rng.randint(40, 150)):
+            play(u, rng.choice(rest))
+    for k in range(rng.randint(0, 3)):
+        for _ in range(rng.randint(3, 15)):
+            play(f"small{k}", rng.choice(own + rest))
+    return shares
+
+
+def test_the_result_is_coherent_on_random_rumbles():
+    """Over 60 seeded random rumbles: the uploaders left out of the final consensus are exactly the
+    flagged and untested ones, and every p is the unit's against that consensus (recomputed from the
+    building blocks), flagged exactly when below ALPHA. Where ``settle`` reports a unit unsettled,
+    no subset of units left out would be coherent. Some rumbles need a unit re-admitted."""
+    readmitted = 0
+    for seed in range(60):
+        shares = _random_rumble(seed)
+        found = uc.settle(shares)
+        assert found.verdicts == uc.consistency(shares)  # the same figures, in the same order
+        readmitted += bool(found.readmitted)
+        if not found.unsettled:
+            assert found.excluded == _left_out(found.verdicts), seed
+            assert _coherent(shares, found.verdicts), seed
+            continue
+        units = [v.uploader for v in found.verdicts if v.tested]
+        pooled = [v.uploader for v in found.verdicts if v.pooled]
+        untested = {v.uploader for v in found.verdicts if not v.tested and not v.pooled and v.uploader != uc.POOL}
+        for k in range(2 ** len(units)):
+            flagged = {unit for i, unit in enumerate(units) if k >> i & 1}
+            out = untested | {u for unit in flagged for u in (pooled if unit == uc.POOL else [unit])}
+            figures = _recomputed(shares, frozenset(out))
+            assert {unit for unit, (_, p) in figures.items() if p < uc.ALPHA} != flagged, seed
+    assert readmitted >= 3
