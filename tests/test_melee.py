@@ -233,8 +233,10 @@ def test_a_prioritized_battle_is_rated_at_its_17th_pair_with_every_bot_it_named(
 
 def test_a_prioritized_battle_of_the_two_best_waits_for_the_timeout(db):
     """When the two chosen bots finish first and second, the 17 pairs are exactly an ordinary
-    battle's first 17 (ranking order): the battle waits until an upload to the rumble comes
-    TIMEOUT_S after its last pair, then is rated with all 10, before that upload."""
+    battle's first 17 (ranking order). The server handed no priority pair out here (the client
+    also prioritizes bots with few battles in its ratings files, protocol.md 8), so nothing says
+    the battle is whole: it waits until an upload to the rumble comes TIMEOUT_S after its last
+    pair, then is rated with all 10, before that upload."""
     rng = random.Random(5)
     scores = random_scores(rng)
     send(db, stamped(melee_pairs(scores, T0, priority=top_two(scores)), 0))
@@ -252,6 +254,208 @@ def test_a_prioritized_battle_of_the_two_best_waits_for_the_timeout(db):
     )
     assert second["state"] == "open"
     assert_ratings(melee_ratings(db), expected_ratings([scores]))
+
+
+def the_battle(db, bots, game: str = "meleerumble") -> dict:
+    """The one reassembled battle of exactly these bots."""
+    (found,) = [b for b in battles_of(db, game) if set(b["bots"]) == set(bots)]
+    return found
+
+
+def assert_rebuild_equals_online(app, db, *games: str) -> None:
+    """Each rumble recomputed aside (a maintenance job's TEMP copies of the melee tables, then a
+    swap of what differs), then by a blocking rebuild: both leave every melee row and rating as online."""
+    from rumble.maintenance import swap
+
+    def state() -> dict:
+        return {
+            game: (melee_battles.dump(db, rumble_id(db, game)), snapshot(db, rumble_id(db, game))) for game in games
+        }
+
+    online, rumbles = state(), load_rumbles()
+    job_db = store.connect(app.config["RUMBLE"]["DB"])
+    for game in games:
+        swap.recompute(job_db, game, rumbles[game].rounds, 3)
+    job_db.close()
+    assert state() == online
+    with store.write(db):
+        for game in games:
+            rebuild_rumble(db, game, rumbles[game].rounds, min_battles=3)
+    assert state() == online
+
+
+def test_a_battle_of_a_priority_pair_handed_out_whose_pair_finish_first_and_second_is_rated_when_its_uploader_goes_on(
+    app, db, upload, clock, monkeypatch
+):
+    """Issue 33 item 6, first case. The server answers the pair that opens a battle with a priority
+    pair [a,b]; the client fights a, b and 8 others and sends only the 17 pairs of a and b. With a
+    and b first and second those 17 are exactly the first 17 of an ordinary battle (ranking order),
+    and an ordinary battle of the same uploader with a and b on top can come after the hand-out too
+    (fought before the client had the line: the real client did this in a run of two iterations),
+    so the 17th pair cannot close the battle. The uploader's next pair can: an ordinary battle's
+    18th pair follows its 17th at once, so the ordinary battle completes at its 45th pair, and the
+    prioritized one is rated as the uploader's next pair (another battle's) arrives, not 5 minutes
+    later. Another uploader's battle with the same two on top (not handed to it) still waits. A
+    rebuild closes the battle at the same pair."""
+    from rumble.ingest import decide
+
+    monkeypatch.setattr(decide, "_rng", random.Random(21))  # the server's draw of the priority pair, repeatable
+    rng = random.Random(21)
+    now = clock.now_ms()
+    first = {name: rng.randint(2_000, 20_000) for name in BOTS[:10]}
+    for pair in melee_pairs(first, now - 600_000):
+        assert upload(pair).kind is Kind.ACCEPTED
+    (opener,) = melee_pairs({BOTS[10]: 9_000, BOTS[11]: 8_000}, now - 500_000)  # opens a battle: answered [a,b]
+    answer = upload(opener)
+    assert answer.kind is Kind.ACCEPTED and answer.priority is not None
+    a, b = answer.priority
+    others = [name for name in BOTS if name not in (a, b)]
+
+    def on_top(seed: int) -> dict[str, int]:
+        """a and b first and second, 8 others below them."""
+        draw = random.Random(seed)
+        return {a: 30_000 + seed, b: 25_000 + seed} | {name: draw.randint(1_000, 20_000) for name in others[:8]}
+
+    ordinary = on_top(1)
+    for pair in melee_pairs(ordinary, now - 450_000):
+        assert upload(pair).kind is Kind.ACCEPTED
+    found = battles_of(db)[-1]
+    assert (set(found["bots"]), found["state"], found["pairs"], found["late"], found["closed_by"]) == (
+        set(ordinary),
+        "rated",
+        45,
+        0,
+        "complete",
+    )
+    prioritized = on_top(2)
+    pairs = melee_pairs(prioritized, now - 300_000, priority=(a, b))
+    assert len(pairs) == 17 and [(p.first, p.second) for p in pairs] == [
+        (p.first, p.second) for p in melee_pairs(prioritized, now - 300_000)[:17]
+    ]
+    for pair in pairs:
+        assert upload(pair).kind is Kind.ACCEPTED
+    assert [(b["state"], b["pairs"]) for b in battles_of(db)[-1:]] == [("open", 17)]
+    (next_pair,) = melee_pairs({BOTS[12]: 9_000, BOTS[13]: 8_000}, now - 200_000)  # the uploader goes on
+    assert upload(next_pair).kind is Kind.ACCEPTED
+    found = battles_of(db)[-2]
+    assert (set(found["bots"]), found["state"], found["pairs"], found["closed_by"]) == (
+        set(prioritized),
+        "rated",
+        17,
+        "prioritized",
+    )
+    assert_ratings(melee_ratings(db), expected_ratings([first, ordinary, prioritized]))
+    joes = on_top(3)
+    for pair in melee_pairs(joes, now - 100_000, uploader="Joe", priority=(a, b)):
+        assert upload(pair).kind is Kind.ACCEPTED
+    (joes_next,) = melee_pairs({BOTS[14]: 9_000, BOTS[15]: 8_000}, now - 50_000, uploader="Joe")
+    assert upload(joes_next).kind is Kind.ACCEPTED
+    found = battles_of(db)[-2]
+    assert (set(found["bots"]), found["state"], found["pairs"]) == (set(joes), "open", 17)
+    assert_rebuild_equals_online(app, db, "meleerumble")
+
+
+def client_order(pairs: list[Battle], divisions: dict[str, set[str]]) -> list[Battle]:
+    """The uploads as the client sends them (protocol.md 7.2): each pair to the general game, then
+    to each division (``divisions``: game -> its bots, in the order mini, micro, nano) both its bots
+    are small enough for, before the next pair."""
+    uploads = []
+    for pair in pairs:
+        uploads.append(pair)
+        uploads += [
+            replace(pair, game=game) for game, bots in divisions.items() if {pair.first.name, pair.second.name} <= bots
+        ]
+    return uploads
+
+
+def test_a_division_copy_of_a_prioritized_battle_is_rated_with_its_last_pair(app, db):
+    """Issue 33 item 6, second case. The chosen bots finish 3rd and 6th; the general copy's last pair
+    (6th vs 10th) holds two bots small enough for minimeleerumble and nanomeleerumble, so it is also
+    the last pair of both division copies: the mini copy (the 3rd, 4th, 6th and 10th: 2·4 − 3 = 5
+    pairs) and the nano copy (the 4th, 6th and 10th, a star of the 6th: 2 pairs) are each rated as
+    that pair arrives, with their own bots only."""
+    scores = random_scores(random.Random(13))
+    ranked = sorted(scores, key=lambda name: -scores[name])
+    mini = {ranked[2], ranked[3], ranked[5], ranked[9]}
+    nano = {ranked[3], ranked[5], ranked[9]}
+    uploads = stamped(
+        client_order(
+            melee_pairs(scores, T0, priority=(ranked[2], ranked[5])), {"minimeleerumble": mini, "nanomeleerumble": nano}
+        ),
+        0,
+    )
+    assert len(uploads) == 17 + 5 + 2 and [p.game for p in uploads[-3:]] == [
+        "meleerumble",
+        "minimeleerumble",
+        "nanomeleerumble",
+    ]
+    send(db, uploads[:-2])
+    assert [(b["state"], b["closed_by"]) for b in battles_of(db)] == [("rated", "prioritized")]
+    assert [(b["state"], b["pairs"]) for b in battles_of(db, "minimeleerumble")] == [("open", 4)]
+    send(db, uploads[-2:-1])
+    (copy,) = battles_of(db, "minimeleerumble")
+    assert (copy["state"], copy["pairs"], copy["closed_by"], set(copy["bots"])) == ("rated", 5, "prioritized", mini)
+    assert [(b["state"], b["pairs"]) for b in battles_of(db, "nanomeleerumble")] == [("open", 1)]
+    send(db, uploads[-1:])
+    (copy,) = battles_of(db, "nanomeleerumble")
+    assert (copy["state"], copy["pairs"], copy["closed_by"], set(copy["bots"])) == ("rated", 2, "prioritized", nano)
+    for game, bots in (("minimeleerumble", mini), ("nanomeleerumble", nano)):
+        assert_ratings(melee_ratings(db, game), expected_ratings([{name: scores[name] for name in bots}]))
+    assert_rebuild_equals_online(app, db, "meleerumble", "minimeleerumble", "nanomeleerumble")
+
+
+@pytest.mark.parametrize("then", ["sweep", "upload"])
+def test_a_division_copy_whose_last_pair_comes_before_the_general_copys_last_is_rated_at_the_next_check(app, db, then):
+    """Issue 33 item 6, second case. Chosen 3rd and 6th again; only the 3rd, 4th and 5th are small
+    enough for minimeleerumble, so its copy (the 3rd's pairs with the 4th and 5th) is all sent long
+    before the general copy's last pair (6th vs 10th). Once that pair is in, the server knows
+    nothing more is coming: the 6th is not a mini bot (its pair with the 3rd, a mini bot, was not
+    sent there). The copy is rated by the next check of the rumble, a second later, not 5 minutes:
+    the schedule's sweep (recorded, and replayed by a rebuild) or the next upload to the rumble."""
+    rng = random.Random(14)
+    scores = random_scores(rng)
+    ranked = sorted(scores, key=lambda name: -scores[name])
+    mini = {ranked[2], ranked[3], ranked[4]}
+    uploads = client_order(melee_pairs(scores, T0, priority=(ranked[2], ranked[5])), {"minimeleerumble": mini})
+    assert len(uploads) == 17 + 2 and uploads[-1].game == "meleerumble"
+    send(db, stamped(uploads, 0))
+    assert [(b["state"], b["pairs"]) for b in battles_of(db, "minimeleerumble")] == [("open", 2)]
+    rid = rumble_id(db, "minimeleerumble")
+    later = {name: rng.randint(0, 20_000) for name in BOTS[:2]}
+    if then == "sweep":
+        with store.write(db):
+            assert len(melee.sweep(db, rid, at(1))) == 1
+    else:
+        send(db, stamped([replace(p, game="minimeleerumble") for p in melee_pairs(later, T0 + 600_000)], 1))
+    copy = the_battle(db, mini, "minimeleerumble")
+    assert (copy["state"], copy["pairs"], copy["closed_by"]) == ("rated", 2, "prioritized")
+    assert_ratings(
+        {name: r for name, r in melee_ratings(db, "minimeleerumble").items() if name in mini},
+        expected_ratings([{name: scores[name] for name in mini}]),
+    )
+    assert_rebuild_equals_online(app, db, "meleerumble", "minimeleerumble")
+
+
+def test_a_division_copy_that_cannot_know_its_last_pair_waits_for_the_timeout(db):
+    """The limit of what the server can know: the mini bots are the 6th (the lower-ranked chosen)
+    and the 4th. The general copy's last pair is the 6th vs the 10th, and the 10th met no other mini
+    bot in the pairs sent (its pair with the 3rd, the other chosen, is not one for the mini rumble
+    either way): whether that last pair comes to minimeleerumble too depends on a codesize the
+    server does not have, so the copy waits for the timeout as before."""
+    scores = random_scores(random.Random(15))
+    ranked = sorted(scores, key=lambda name: -scores[name])
+    mini = {ranked[3], ranked[5]}
+    send(
+        db,
+        stamped(client_order(melee_pairs(scores, T0, priority=(ranked[2], ranked[5])), {"minimeleerumble": mini}), 0),
+    )
+    rid = rumble_id(db, "minimeleerumble")
+    with store.write(db):
+        assert melee.sweep(db, rid, at(1)) == []
+        assert len(melee.sweep(db, rid, at(melee.TIMEOUT_S))) == 1
+    assert [(b["state"], b["pairs"], b["closed_by"]) for b in battles_of(db, "minimeleerumble")] == [
+        ("rated", 1, "timeout")
+    ]
 
 
 def test_a_sweep_rates_a_battle_nothing_follows_and_is_replayed(db, app):

@@ -245,13 +245,21 @@ def put_ratings(db: Store, rumble_id: int, rows: Iterable[tuple[int, MeleeRating
     )
 
 
-def record_sweep(db: Store, rumble_id: int, swept_at: str) -> int:
-    """Record a sweep of the rumble at ``swept_at``; returns the battle id it comes after."""
-    after = db.execute("SELECT coalesce(max(id), 0) FROM battles WHERE rumble_id = ?", (rumble_id,)).fetchone()[0]
+def newest_battle(db: Store) -> int:
+    """The log's newest battle id, of any rumble (0 when empty): what a sweep comes after."""
+    return db.execute("SELECT coalesce(max(id), 0) FROM battles").fetchone()[0]
+
+
+def record_sweep(db: Store, rumble_id: int, swept_at: str, after: int) -> None:
+    """Record a sweep of the rumble at ``swept_at``, after battle ``after`` (``newest_battle``).
+
+    The log's newest battle rather than the rumble's (as sweeps recorded before issue 33 have it):
+    a rebuild replays the sweep before the rumble's next pair either way, and the sweep also closes
+    the division copies whose general copy was whole by then (rumble.ingest.melee), which another
+    rumble's battles after the rumble's newest one may have made whole."""
     db.execute(
         "INSERT INTO melee_sweeps (rumble_id, after_battle_id, swept_at) VALUES (?, ?, ?)", (rumble_id, after, swept_at)
     )
-    return after
 
 
 def sweeps_in_order(db: Store, rumble_id: int, after: int = 0) -> list[tuple[int, int, str]]:
@@ -260,6 +268,111 @@ def sweeps_in_order(db: Store, rumble_id: int, after: int = 0) -> list[tuple[int
         "SELECT id, after_battle_id, swept_at FROM melee_sweeps WHERE rumble_id = ? AND id > ? ORDER BY id",
         (rumble_id, after),
     ).fetchall()
+
+
+def family_rumbles(db: Store, rumble_id: int) -> list[int]:
+    """The melee rumbles of the rumble's family (its general game and divisions, itself included):
+    the client plays the priority pairs any of them hands out (protocol.md 7.3, 8)."""
+    return [
+        row[0]
+        for row in db.execute(
+            "SELECT g.id FROM rumbles r JOIN rumbles g ON g.family = r.family AND g.melee = 1 WHERE r.id = ? ORDER BY g.id",
+            (rumble_id,),
+        )
+    ]
+
+
+def general_rumble(db: Store, rumble_id: int) -> int | None:
+    """The general melee rumble of the family of a division (mini, micro, nano); None for a general rumble."""
+    row = db.execute(
+        "SELECT g.id FROM rumbles r JOIN rumbles g ON g.family = r.family AND g.division = 'general' AND g.melee = 1 "
+        "WHERE r.id = ? AND r.division <> 'general' ORDER BY g.id LIMIT 1",
+        (rumble_id,),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def answered_upload(db: Store, rumble_id: int, uploader: str, received_at: str, before_ms: int) -> int | None:
+    """The client time of the pair ``uploader`` sent to the rumble at ``received_at`` that opened a
+    battle there (the upload a priority pair is handed out with, rumble.ingest.decide), if fought
+    within the day before ``before_ms``; None if there is none."""
+    row = db.execute(
+        "SELECT x.client_time FROM melee_battles m JOIN battles x ON x.id = m.id "
+        "WHERE m.rumble_id = ? AND m.uploader = ? AND m.last_time >= ? AND x.received_at = ? AND x.client_time < ? "
+        "LIMIT 1",
+        (rumble_id, uploader, before_ms - 86_400_000, received_at, before_ms),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def open_of_size(db: Store, rumble_id: int, uploader: str, pairs: int) -> list[MeleeBattle]:
+    """The open battles of ``uploader`` in the rumble that hold exactly ``pairs`` pairs, oldest first."""
+    rows = db.execute(
+        f"SELECT {_BATTLE} FROM melee_battles WHERE rumble_id = ? AND state = 'open' AND uploader = ? AND pairs = ? "
+        "ORDER BY id",
+        (rumble_id, uploader, pairs),
+    ).fetchall()
+    return [MeleeBattle(*row) for row in rows]
+
+
+def record_priority_close(db: Store, rumble_id: int, melee_id: int, battle_id: int) -> None:
+    """Record that battle ``melee_id`` was closed, while pair ``battle_id`` was applied, on a priority
+    pair handed out (rumble.ingest.melee)."""
+    db.execute(
+        "INSERT INTO melee_priority_closes (melee_battle_id, rumble_id, battle_id) VALUES (?, ?, ?)",
+        (melee_id, rumble_id, battle_id),
+    )
+
+
+def priority_closes(db: Store, rumble_id: int, after: int, up_to: int | None) -> set[tuple[int, int]]:
+    """(battle, pair) recorded by ``record_priority_close`` for pairs with log ids in (after, up_to] (for a rebuild)."""
+    rows = db.execute(
+        "SELECT melee_battle_id, battle_id FROM melee_priority_closes WHERE rumble_id = ? AND battle_id > ? "
+        "AND battle_id <= ?",
+        (rumble_id, after, up_to if up_to is not None else 2**62),
+    ).fetchall()
+    return {(row[0], row[1]) for row in rows}
+
+
+# A division's battles live in its own rumble's tables (TEMP copies on a job's connection while it
+# replays them aside: ``make_shadow``); its general rumble's are always read from ``main``.
+_TWIN = (
+    "JOIN battles d ON d.id = m.id JOIN battles g ON g.rumble_id = ? AND g.client_time = d.client_time "
+    "AND g.uploader = d.uploader AND g.first_bot_id = d.first_bot_id AND g.second_bot_id = d.second_bot_id "
+    "AND g.first_score = d.first_score AND g.second_score = d.second_score "
+    "AND g.first_bullet_damage = d.first_bullet_damage AND g.second_bullet_damage = d.second_bullet_damage "
+    "AND g.first_firsts = d.first_firsts AND g.second_firsts = d.second_firsts "
+    "JOIN main.melee_pairs gp ON gp.battle_id = g.id JOIN main.melee_battles gm ON gm.id = gp.melee_battle_id"
+)
+
+
+def prioritized_copies(
+    db: Store, rumble_id: int, general_id: int, up_to: int, only: int | None = None
+) -> list[tuple[int, int]]:
+    """(battle, general battle) of the division rumble's open battles (or of battle ``only``, if
+    open) whose first pair was also sent to the general rumble ``general_id`` (the same upload but
+    its game) into a battle rated there as a whole prioritized one by log id ``up_to``: each copy
+    with its general copy, oldest first."""
+    where = "" if only is None else "AND m.id = ? "
+    return db.execute(
+        f"SELECT m.id, gm.id FROM melee_battles m {_TWIN} "
+        "WHERE m.rumble_id = ? AND m.state = 'open' AND gm.state = 'rated' AND gm.closed_by = 'prioritized' "
+        f"AND gm.closed_after_battle_id <= ? {where}ORDER BY m.id",
+        (general_id, rumble_id, up_to, *(() if only is None else (only,))),
+    ).fetchall()
+
+
+def general_copy(db: Store, melee_id: int) -> tuple[dict[int, Figures], list[frozenset[int]]]:
+    """A general rumble's battle: its bots' figures, and its pairs (late ones left out) in log order."""
+    rows = db.execute(
+        "SELECT bot_id, score, bullet_damage, firsts FROM main.melee_entries WHERE melee_battle_id = ?", (melee_id,)
+    ).fetchall()
+    pairs = db.execute(
+        "SELECT b.first_bot_id, b.second_bot_id FROM main.melee_pairs m JOIN battles b ON b.id = m.battle_id "
+        "WHERE m.melee_battle_id = ? AND m.late = 0 ORDER BY b.id",
+        (melee_id,),
+    ).fetchall()
+    return {row[0]: tuple(row[1:]) for row in rows}, [frozenset(row) for row in pairs]
 
 
 _TABLES = ("melee_battles", "melee_entries", "melee_pairs", "melee_ratings")

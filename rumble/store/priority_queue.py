@@ -84,3 +84,16 @@ def top_pairings(db: Store, rumble_id: int, limit: int) -> list[tuple[int, int, 
         "ORDER BY x.priority DESC LIMIT ?",
         (rumble_id, limit),
     ).fetchall()
+
+
+def handed_out(db: Store, rumble_ids: list[int], a: int, b: int) -> list[tuple[int, str]]:
+    """(rumble, handed-out time) of each entry of pair (a, b), a < b, that ``rumble_ids`` handed out
+    and has not forgotten yet, oldest first (read only: rumble.ingest.melee asks it)."""
+    if not rumble_ids:
+        return []
+    return db.execute(
+        "SELECT rumble_id, handed_out_at FROM priority_battles "
+        f"WHERE rumble_id IN ({', '.join('?' * len(rumble_ids))}) AND bot_id = ? AND opponent_id = ? "
+        "AND handed_out_at IS NOT NULL ORDER BY id",
+        (*rumble_ids, a, b),
+    ).fetchall()
