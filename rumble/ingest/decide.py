@@ -124,7 +124,7 @@ def store_checked(
     now = moment.now()
     battle = apply.with_receipt(battle, remote_addr, now)
     hour_ago = store.format_time(now - timedelta(hours=1))
-    too_many = growth.refusal(
+    entry = growth.check(
         db,
         battle,
         hour_ago,
@@ -132,8 +132,8 @@ def store_checked(
         settings["MAX_PARTICIPANTS"],
         settings["NEW_BOTS_PER_HOUR_PER_RUMBLE"],
     )
-    if too_many is not None:  # nothing of it written: not the battle, not a bot's row
-        return refused(too_many)
+    if entry.refusal is not None:  # nothing of it written: not the battle, not a bot's row
+        return refused(entry.refusal)
     day = store.format_time(now)[:10]
     stranger = strangers.decide(
         db, known_rumble_id(db, battle.game), battle, day, settings["STRANGER_BATTLES_PER_BOT_PER_DAY"]
@@ -141,6 +141,8 @@ def store_checked(
     if stranger.held is not None and suspicion is None:  # over the bound: logged, held for review
         battle, suspicion = replace(battle, state="flagged"), stranger.held
     applied = apply.apply_battle(db, battle, rumble.rounds, settings["PRIORITY_MIN_BATTLES"])
+    if applied.stored:
+        growth.record(db, battle, entry, hour_ago)
     if applied.stored and battle.state == "ok":
         strangers.count(db, known_rumble_id(db, battle.game), battle, stranger, day)
     pair = None

@@ -46,10 +46,20 @@ def new_bots_since(db: Store, remote_addr: str | None, since: str) -> int:
     return db.execute(sql, (remote_addr, since)).fetchone()[0]
 
 
-def joined_since(db: Store, rumble_id: int, since: str) -> int:
-    """Participants that joined the rumble at or after ``since`` (one range of participants_by_first_seen)."""
-    sql = "SELECT count(*) FROM participants WHERE rumble_id = ? AND first_seen >= ?"
+def strangers_joined_since(db: Store, rumble_id: int, since: str) -> int:
+    """Participants that uploaders not established brought into the rumble at or after ``since``
+    (one range of stranger_joins' key, migration 0021)."""
+    sql = "SELECT count(*) FROM stranger_joins WHERE rumble_id = ? AND joined_at >= ?"
     return db.execute(sql, (rumble_id, since)).fetchone()[0]
+
+
+def record_stranger_join(db: Store, rumble_id: int, bot: int, at: str, forget_before: str) -> None:
+    """A stranger's battle brought ``bot`` into the rumble at ``at``; joins before ``forget_before``
+    (older than the hour the bound counts) are deleted meanwhile, so the table stays small."""
+    db.execute("DELETE FROM stranger_joins WHERE rumble_id = ? AND joined_at < ?", (rumble_id, forget_before))
+    db.execute(
+        "INSERT OR IGNORE INTO stranger_joins (rumble_id, joined_at, bot_id) VALUES (?, ?, ?)", (rumble_id, at, bot)
+    )
 
 
 def joined_between(db: Store, rumble_id: int, since: str, until: str) -> list[tuple[int, str]]:

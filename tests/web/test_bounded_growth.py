@@ -164,3 +164,25 @@ def test_many_addresses_are_bounded_per_rumble_and_an_established_newcomer_still
     assert outcome.kind is Kind.ACCEPTED
     assert answer.splitlines()[-1] == "OK. operator.Newcomer 1.0 vs sybil.S1 1.0 received for roborumble"
     assert _counts(app)[3] == 31
+
+
+def test_an_established_uploaders_newcomers_leave_the_hours_allowance_to_strangers(app, client):
+    """The vouched local client brings 25 new bots into the rumble, more than the 20 an hour that
+    strangers may bring: a stranger's newcomer is still taken, counted as the first of its 20."""
+    app.config["RUMBLE"].update(NEW_BOTS_PER_HOUR=100, NEW_BOTS_PER_HOUR_PER_RUMBLE=20, MAX_PARTICIPANTS=100)
+    for k in range(25):  # the operator's own client (vouched for by the app fixture)
+        outcome, _ = post_upload(
+            client, battle(first=f"operator.Bot{k} 1.0", second="operator.Bot0 1.0" if k else "operator.Base 1.0")
+        )
+        assert outcome.kind is Kind.ACCEPTED
+    assert _counts(app)[3] == 26
+    for k in range(10):  # ten uploads from ten strangers, each bringing two bots: the hour's 20
+        outcome, _ = _upload_from(
+            client, f"10.{k}.0.1", first=f"stranger.S{k} 1.0", second=f"stranger.T{k} 1.0", uploader=f"s{k}"
+        )
+        assert outcome.kind is Kind.ACCEPTED
+    outcome, answer = _upload_from(client, "10.99.0.1", first="stranger.X 1.0", second="stranger.Y 1.0", uploader="x")
+    assert answer == (
+        "OK. ERROR: roborumble took 20 new bots in the last hour, at most 20 from uploaders not established; "
+        "stranger.X 1.0 is not added, try again later\n"
+    )
