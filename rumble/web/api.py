@@ -340,7 +340,8 @@ def _ranking_export(melee: bool, as_of: datetime) -> Callable[[Any, int], tuple[
     split in two), read on the connection the snapshot writer gives, with every deviation (and so
     ``provisional``) grown for inactivity up to ``as_of``, which the column ``deviations_as_of``
     states."""
-    stated = as_of.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    as_of = as_of.replace(microsecond=as_of.microsecond // 1000 * 1000)  # the moment stated, to the millisecond
+    stated = as_of.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
     def read_rows(conn, rid: int) -> tuple[list[str], Iterable[list]]:
         rows, _, _ = ranking_table(conn, rid, "-aps", as_of.timestamp(), melee)
