@@ -5,6 +5,7 @@ blueprint by ``pages.py``."""
 from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, jsonify, render_template, request
+from markupsafe import Markup
 
 from rumble.ratings.columns import RATINGS
 from rumble.ratings.online import PROVISIONAL_RD
@@ -36,6 +37,30 @@ COMPARE_TITLES = {
     "diff_survival": "Diff survival",
     "opponent_aps": "Opponent APS",
 }
+
+
+def _difference(value: float | None) -> str:
+    """A difference A − B, signed: green where A is ahead, red where B is (the style sheet's up and down)."""
+    if value is None:
+        return "<td></td>"
+    return ('<td class="up">' if value > 0 else '<td class="down">' if value < 0 else "<td>") + f"{value:+.2f}</td>"
+
+
+def compare_cells(row: dict) -> Markup:
+    """The cells of a /BotCompare row after both APS (which link to the pairings): the APS
+    difference, both survivals and their difference, the opponent's APS. As cells.py, one call per
+    row; the columns are numbers by the style sheet (table.compare)."""
+
+    def number(value: float | None) -> str:
+        return "<td></td>" if value is None else f"<td>{value:.2f}</td>"
+
+    return Markup(
+        _difference(row["diff"])
+        + number(row["a_survival"])
+        + number(row["b_survival"])
+        + _difference(row["diff_survival"])
+        + number(row["opponent_aps"])
+    )
 
 
 def _call(function, *args, order: str, orders) -> dict | None:
@@ -115,7 +140,9 @@ def bot_compare() -> Response | str:
     page["version_test"] = confidence_data.version_test_of(page)  # A (new) against B (old)
     if args.get("api") == "1":
         return jsonify({"game": game, **page})
-    return render_template("bot_compare.html", game=game, order=order, titles=COMPARE_TITLES, **page)
+    return render_template(
+        "bot_compare.html", game=game, order=order, titles=COMPARE_TITLES, cells=compare_cells, **page
+    )
 
 
 bp = Blueprint("bot_pages", __name__)

@@ -2,7 +2,8 @@
 JavaScript, need no CDN, and each page shows the same figures as a table next to the image.
 
 - ``/BotDetails/scores.svg``: each pairing's APS against the opponent's APS;
-- ``/BotDetails/history.svg``: the bot's APS, rank and ratings from the daily snapshot (rank_history);
+- ``/BotDetails/history.svg``: the bot's rank (by APS and by XonStat Elo), APS and ratings from the daily
+  snapshot (rank_history), on whole-rank ticks;
 - ``/RumbleStats/uploads.svg``: battles uploaded per day, refusals, and the server time per upload.
 
 Each is built from the same store call as its page (rumble.store.details, history, stats).
@@ -100,7 +101,7 @@ def history_plot() -> Response:
         days = [date.fromisoformat(r["day"]) for r in rows]
         figure, (rank, aps, ratings) = _figure(3, height=6.0)
         marker = "o" if len(rows) < 40 else None
-        rank.plot(days, [r["rank"] for r in rows], marker=marker, color="#8a2f2f", label="APS rank")
+        rank.plot(days, [r["rank"] for r in rows], marker=marker, color="#8a2f2f", label="rank by APS")
         xonstat_ranks = [r["xonstat_rank"] for r in rows]
         if any(v is not None for v in xonstat_ranks):  # seed 002's daily rank by XonStat Elo
             rank.plot(
@@ -108,11 +109,10 @@ def history_plot() -> Response:
                 [float("nan") if v is None else v for v in xonstat_ranks],
                 marker=marker,
                 color="#5d8a2f",
-                label="XonStat rank",
+                label="rank by XonStat Elo",
             )
             rank.legend(loc="best", fontsize=8)
-        rank.invert_yaxis()
-        rank.set_ylabel("rank")
+        _rank_axis(rank, [r["rank"] for r in rows] + [v for v in xonstat_ranks if v is not None])
         aps.plot(days, [r["aps"] for r in rows], marker=marker, color="#2f5d8a")
         aps.set_ylabel("APS (%)")
         for rating in PLOTTED:  # rumble.ratings.columns
@@ -124,6 +124,16 @@ def history_plot() -> Response:
         ratings.legend(loc="best", fontsize=8)
         _date_axis(ratings, days)
         return _svg(figure)
+
+
+def _rank_axis(axes, ranks: list[int]) -> None:
+    """Ranks are whole numbers, 1 (the best) at the top: ticks on whole ranks only, half a rank
+    of room around the ones drawn (a bot that held rank 8 every day gets the one tick 8, not 7.6 … 8.4)."""
+    from matplotlib.ticker import MaxNLocator
+
+    axes.set_ylim(max(ranks) + 0.5, min(ranks) - 0.5)  # upside down: rank 1 on top
+    axes.yaxis.set_major_locator(MaxNLocator(nbins="auto", integer=True, min_n_ticks=1))
+    axes.set_ylabel("rank (1 = best)")
 
 
 def _date_axis(axes, days: list[date]) -> None:
@@ -166,10 +176,19 @@ def uploads_plot() -> Response:
                 timed, [counted[d.isoformat()]["max_ms"] for d in timed], marker="v", linestyle=":", label="longest"
             )
             axes[1].set_ylabel("server time per upload (ms)")
-            axes[1].set_yscale("log")
+            _plain_log_axis(axes[1])
             axes[1].legend(loc="upper left", fontsize=8)
         _date_axis(axes[-1], days)
         return _svg(figure)
+
+
+def _plain_log_axis(axes) -> None:
+    """A logarithmic y axis whose ticks read as plain numbers (20, 50, 0.5), never 2×10¹."""
+    from matplotlib.ticker import LogFormatter
+
+    axes.set_yscale("log")
+    axes.yaxis.set_major_formatter(LogFormatter())
+    axes.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
 
 
 bp = Blueprint("plots", __name__)

@@ -48,7 +48,7 @@ def test_the_largest_disagreements_are_marked_in_html_and_json(ranked, client):
     )
     page = client.get("/AlternativeRankings?game=roborumble").get_data(as_text=True)
     assert page.count('<tr class="disagree">') == len(marked)
-    assert page.count("num furthest") == sum(row["furthest"] is not None for row in rows)
+    assert page.count('<td class="furthest">') == sum(row["furthest"] is not None for row in rows)
 
 
 def test_bot_names_are_escaped(db, ranked, client, app):

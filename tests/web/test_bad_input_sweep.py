@@ -16,14 +16,25 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import bad_input
 import pytest
-from bad_input import HOSTILE, KNOWN, PARAMS, VALID, encode, path_for, protocol_problem
+from bad_input import HOSTILE, VALID, encode, path_for, protocol_problem
 from conftest import battle, maintainer_token
 from flask import Flask, request
 from werkzeug.datastructures import ImmutableMultiDict
 
 from rumble.maintenance import jobs
 from rumble.protocol.upload import FIELDS, format_upload
+
+# What the pages' search and column control read (rumble.web.search, pages.rankings), swept with the
+# rest; bad_input.PARAMS is the place for them, shared with the gunicorn sweep, when that file is next changed.
+PARAMS = {
+    **bad_input.PARAMS,
+    "pages.rankings": (*bad_input.PARAMS["pages.rankings"], "columns", "prefix"),
+    "pages.robots": (),
+    "search.api_search": ("prefix", "limit"),
+}
+KNOWN = sorted({name for names in PARAMS.values() for name in names} | set(VALID))
 
 # JSON bodies to the admin POSTs can carry what a form cannot: other types and lone surrogates.
 # (Each is checked with scrypt under a token, so only those a form cannot send, on the routes that take JSON.)

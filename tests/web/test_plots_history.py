@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 from conftest import battle, now_ms
 
@@ -121,4 +122,68 @@ def test_the_daily_snapshot_ranks_by_xonstat_elo_too(app, client, upload):
     plot = client.get("/BotDetails/history.svg", query_string={"game": "roborumble", "name": "a.A 1"}).get_data(
         as_text=True
     )
-    assert "XonStat rank" in plot
+    assert "rank by XonStat Elo" in plot and "rank by APS" in plot
+
+
+def _tick_labels(svg: str, axis: int) -> list[str]:
+    """The tick labels of matplotlib's axis number ``axis`` in an SVG plot (1 the first axes' x, 2 its y, ...)."""
+    start = svg.index(f'<g id="matplotlib.axis_{axis}">')
+    following = svg.find('<g id="matplotlib.axis_', start + 1)
+    segment = svg[start : following if following > 0 else len(svg)]
+    ticks = re.split(r'<g id="[xy]tick_\d+">', segment)[1:]
+    return ["".join(re.findall(r">([^<>]*)<", tick[tick.index("<text") : tick.index("</text>") + 7])) for tick in ticks]
+
+
+def test_the_history_plot_ranks_on_whole_numbers_in_plain_words(app, client, upload):
+    """A bot that held one rank every day gets that one tick, not 0.6 … 1.4; one whose rank moved
+    gets whole ranks only, 1 on top."""
+    _upload_all(upload)
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    with store.write(db):
+        snapshot_day(db, "2020-01-01")
+        snapshot_day(db, "2020-01-02")
+    db.close()
+    svg = client.get("/BotDetails/history.svg", query_string={"game": "roborumble", "name": OLD}).get_data(as_text=True)
+    assert _tick_labels(svg, 2) == ["1"]  # rank 1 both days
+    assert "rank (1 = best)" in svg and "seed" not in svg
+    now = now_ms()
+    for i in range(3):  # C beats everyone now: the ranks move
+        for other in (OLD, NEW, B):
+            assert upload(battle(C, other, scores=(9000, 1000), time_ms=now + 1000 * (i + 1))).kind is Kind.ACCEPTED
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    with store.write(db):
+        snapshot_day(db, "2020-01-03")
+    db.close()
+    history = client.get(f"/api/v1/rumbles/roborumble/bots/{OLD}/history").json["items"]
+    ranks = [h["rank"] for h in history]
+    assert ranks[0] == 1 and ranks[-1] > 1
+    svg = client.get("/BotDetails/history.svg", query_string={"game": "roborumble", "name": OLD}).get_data(as_text=True)
+    labels = _tick_labels(svg, 2)
+    assert labels and all(label.isdigit() for label in labels), labels
+    assert set(range(1, max(ranks) + 1)) >= {int(label) for label in labels}
+    assert "1" in labels
+
+
+def test_the_server_time_axis_reads_as_plain_numbers(app, client, clock, monkeypatch):
+    """Log-scale ticks as 20 and 30, never 2×10¹."""
+    from rumble.web import plots
+
+    today = clock.now().date()
+    counted = [
+        {"day": today.isoformat(), "accepted": 5, "held": 0, "duplicate": 0, "refused": 1, "error": 0},
+        {
+            "day": (today - timedelta(days=1)).isoformat(),
+            "accepted": 5,
+            "held": 0,
+            "duplicate": 0,
+            "refused": 0,
+            "error": 0,
+        },
+    ]
+    counted[0] |= {"mean_ms": 12.0, "max_ms": 35.0}
+    counted[1] |= {"mean_ms": 14.0, "max_ms": 28.0}
+    monkeypatch.setattr(plots.upload_stats, "per_day", lambda db, game, since: counted)
+    svg = client.get("/RumbleStats/uploads.svg").get_data(as_text=True)
+    assert "server time per upload (ms)" in svg
+    labels = [label for label in _tick_labels(svg, 4) if label]
+    assert labels and all(re.fullmatch(r"\d+(\.\d+)?", label) for label in labels), labels
