@@ -380,3 +380,15 @@ def test_only_admin_requests_open_the_session(app):
         from flask import request
 
         assert not interface.is_null_session(interface.open_session(app, request))
+
+
+def test_the_admin_forms_default_to_the_1v1_ladder_and_say_the_rebuild_runs_aside(app, client):
+    """The rumble drop-downs that need one rumble start on roborumble, not on the first name in
+    alphabetical order (meleerumble); the rebuild button says it runs beside the uploads."""
+    _login(client, _token(app, "jane"))
+    page = client.get("/admin", headers=BROWSER).get_data(as_text=True)
+    one_rumble = [f for f in re.findall(r'<select name="game">(.*?)</select>', page) if 'value=""' not in f]
+    assert one_rumble  # the retire and restore forms
+    for form in one_rumble:
+        assert re.findall(r"<option selected>([^<]+)</option>", form) == ["roborumble"]
+    assert "computed aside while uploads go on" in page and "uploads wait meanwhile" not in page

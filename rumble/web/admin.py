@@ -95,6 +95,7 @@ def audit_page():
     if request.args.get("api") == "1":
         return jsonify(rows)
     games = sorted(current_app.extensions["rumble.rumbles"])
+    default_game = "roborumble" if "roborumble" in games else next(iter(games), None)  # the 1v1 ladder, not meleerumble
     chosen = request.args.get("uploaders")  # the rumble whose uploader-consistency table to show, if any
     consistency = uploader_table(db, known_rumble_id(db, chosen)) if chosen is not None and chosen in games else None
     csrf = csrf_token() if g.admin_via == "session" else ""
@@ -103,6 +104,7 @@ def audit_page():
         rows=rows,
         admin=g.admin,
         games=games,
+        default_game=default_game,
         csrf_token=csrf,
         flagged=flagged,
         removals=removal_requests,
