@@ -57,11 +57,17 @@ def stability(pairings: list[int], unrated_since_change: int) -> tuple[str, str]
         lacking = sum(1 for p in pairings if p < n - 1)
         return (
             "incomplete",
-            f"Pairings incomplete: {lacking} of {n} bots have not met everyone ({missing} pairings missing).",
+            f"Pairings incomplete: {lacking} of {n} bots have not met everyone ({_count(missing, 'pairing')} missing).",
         )
     if unrated_since_change:
         return "unstable", (
-            f"Ratings unstable: the field changed and {unrated_since_change} bots have not battled since; "
+            f"Ratings unstable: the field changed and {_count(unrated_since_change, 'bot')} "
+            f"{'has' if unrated_since_change == 1 else 'have'} not battled since; "
             "their ratings catch up at their next battle."
         )
     return "complete", f"Pairings complete: all {n} bots have met each other."
+
+
+def _count(n: int, noun: str) -> str:
+    """``n`` and the noun, singular for one: "1 pairing", "3 pairings"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

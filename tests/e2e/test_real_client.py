@@ -35,11 +35,13 @@ DIVISIONS = (("roborumble", None), ("minirumble", 1500), ("microrumble", 750), (
 
 def require_real_client() -> None:
     """Skip when Robocode is not installed; under CI=true that is a failure instead."""
-    missing = [str(path) for path in (ROBORUMBLE_JAR, RUN_SH) if not path.exists()]
-    if not missing:
-        return
-    reason = f"the real-client test needs {' and '.join(missing)} (`bash scripts/test.sh` as root installs robocode)"
-    skip_unless_ci(reason)
+    missing = []
+    if not ROBORUMBLE_JAR.exists():
+        missing.append(f"{ROBORUMBLE_JAR}, Debian's robocode package (`bash scripts/test.sh` as root installs it)")
+    if not RUN_SH.exists():
+        missing.append(f"{RUN_SH}, the real-client harness kept beside this repository (../shared/real-client/)")
+    if missing:
+        skip_unless_ci("the real-client test needs " + " and ".join(missing))
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,15 @@ def test_single_battle_pairings_widen_the_interval_as_in_the_los():
 def test_banner_states():
     assert stability([3, 3, 3, 3], 0)[0] == "complete"
     state, words = stability([3, 2, 3, 2], 0)  # 4 bots: one pairing (between the two with 2) missing
-    assert state == "incomplete" and "2 of 4 bots" in words and "1 pairings missing" in words
+    assert state == "incomplete" and "2 of 4 bots" in words and "(1 pairing missing)" in words
     state, words = stability([3, 3, 3, 3], 2)
     assert state == "unstable" and "2 bots have not battled since" in words
+
+
+def test_the_banner_counts_one_in_the_singular_and_more_in_the_plural():
+    assert stability([3, 3, 3, 3], 1)[1] == (
+        "Ratings unstable: the field changed and 1 bot has not battled since; "
+        "their ratings catch up at their next battle."
+    )
+    _, words = stability([3, 1, 2, 2], 0)  # 4 bots: the one with 1 lacks two pairings
+    assert words == "Pairings incomplete: 3 of 4 bots have not met everyone (2 pairings missing)."

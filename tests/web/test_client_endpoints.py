@@ -288,7 +288,7 @@ def test_rankings_mark_statistical_ties_and_show_the_banner(client, upload, cloc
     rows = client.get("/Rankings?game=roborumble&api=1").json
     assert all(r["rank_range"] == [1, 3] and r["tied"] for r in rows)
     html = client.get("/Rankings?game=roborumble").get_data(as_text=True)
-    assert "Pairings incomplete: 2 of 3 bots have not met everyone (1 pairings missing)." in html
+    assert "Pairings incomplete: 2 of 3 bots have not met everyone (1 pairing missing)." in html
     assert "(1–3)" in html
     upload(battle("b.B 1", "c.C 1", (5000, 5000), time_ms=now + 2))
     assert "Pairings complete: all 3 bots have met each other." in client.get("/Rankings?game=roborumble").get_data(
