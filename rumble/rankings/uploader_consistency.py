@@ -64,7 +64,7 @@ rumble's uploaders, so it claims that at most 1 % of honest rumbles have any upl
 had one flagged (2.2 %, 95 % upper bound 3.1 %), the first round alone giving the same 22: the loop
 adds no false flags, but the test is anti-conservative there, about twice its nominal level (3.2 %
 with battles drawn from the variance model itself), mostly through the bias test of units with few
-battles per bot (the pool, uploaders of 50 battles). In the rumbles of issue 14 (four honest, one
+battles per bot (the pool, uploaders of 50 battles). In the first case of scripts/sim_uploaders.py (four honest, one
 biased, one random, 350 battles each) 0 of 20 had an honest uploader flagged; in the spread forgery
 (below) 0 of 200 honest uploaders were flagged and the pool of forgers was in 100 of 100.
 

@@ -56,7 +56,7 @@ first, each run stopped at its first verdict, δ = 1, α = β = 0.05, 500 oppone
 
 False "better" in a. (20,000 runs a spread) for spreads 1.5, 2, 2.5, 3, 3.5, 4, 5, 6 and 8 points:
 this test 1.84 to 4.59 % (the highest at spread 4); with k = ν instead of ν/2, up to 5.18 % (spread
-3.5); the test before issue 33 (Wald's ±ln 19, no allowance), 4.22 to 6.79 %. With σ² known and
+3.5); Wald's ±ln 19 with the variance plugged in (no allowance), 4.22 to 6.79 %. With σ² known and
 the test read continuously, the bound of 1. is nearly reached (the "no difference" verdict ends few
 of the runs that would cross A_n later), so small spreads read after every battle (b.) come closest
 to α: with a spread of 1 point, b. gives 4.51 % ± 0.41 (``--skip-differences --spreads 1 --runs 10000``).

@@ -253,7 +253,7 @@ def newest_battle(db: Store) -> int:
 def record_sweep(db: Store, rumble_id: int, swept_at: str, after: int) -> None:
     """Record a sweep of the rumble at ``swept_at``, after battle ``after`` (``newest_battle``).
 
-    The log's newest battle rather than the rumble's (as sweeps recorded before issue 33 have it):
+    The log's newest battle rather than the rumble's (sweeps recorded by older versions hold the rumble's):
     a rebuild replays the sweep before the rumble's next pair either way, and the sweep also closes
     the division copies whose general copy was whole by then (rumble.ingest.melee), which another
     rumble's battles after the rumble's newest one may have made whole."""
