@@ -1,5 +1,8 @@
 """``rumble rebuild``: a rumble's derived tables recomputed from its battle log and events.
 
+The uploader statistics' sums (rumble.store.uploader_sums) are summed afresh from the log in SQL:
+exact integers, so they equal the ones the upload path kept, whatever the order of the battles.
+
 The log's battles and the participant events (retirements, restorations) are replayed in the
 order they happened, through the same pure functions as the upload path: ``scores.score_battle``
 for the pairings, ``ingest.rate`` (``online.rate_battle``) for the ratings, and the exact
@@ -38,6 +41,7 @@ from rumble.store import (
     pairings,
     priority_queue,
     rating_rows,
+    uploader_sums,
     utc_now,
 )
 from rumble.store.rumbles import by_survival
@@ -417,3 +421,4 @@ def _replace_tables(
     )  # NaN: never rated
     rating_rows.bump_generation(db, rumble_id)
     fields.forget(db, rumble_id)
+    uploader_sums.refill(db, rumble_id)  # the uploader statistics' sums, from the log as it stands

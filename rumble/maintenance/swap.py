@@ -51,6 +51,7 @@ from rumble.store import (
     rating_rows,
     read,
     restore_epoch,
+    uploader_sums,
     utc_now,
     write,
 )
@@ -157,7 +158,7 @@ def recompute(
             locked = time.perf_counter()
             _check(db, job)
             if in_swap is not None:
-                in_swap(db, job)
+                _moving(db, job, in_swap)
             _advance(db, job, None)  # no progress callback under the lock: it may write (a job's progress row)
             _swap(db, job, min_battles)
         job.locked_seconds = time.perf_counter() - locked
@@ -165,6 +166,19 @@ def recompute(
         if job.melee:
             melee_battles.drop_shadow(db)
     return job
+
+
+def _moving(db: Store, job: Job, in_swap: Callable[[Store, Job], None]) -> None:
+    """``in_swap(db, job)``, which may move the replay's ``moved`` battles into or out of state 'ok',
+    and the uploader statistics' sums following them (rumble.store.uploader_sums): a battle that left
+    'ok' is taken out, one that entered it is added, exactly, in the same transaction."""
+    moved = job.replay.moved
+    before = uploader_sums.counted(db, moved) if moved else set()
+    in_swap(db, job)
+    if moved:
+        after = uploader_sums.counted(db, moved)
+        uploader_sums.uncount(db, before - after)
+        uploader_sums.count(db, after - before)
 
 
 def _sweeps(db: Store, rumble_id: int) -> int:

@@ -2,7 +2,11 @@
 
 After fishtest's per-worker residuals (a worker whose results are implausible next to everyone
 else's is dropped). Pure code over plain data: one ``Share`` per battle, the score share (0 to 100)
-of the pairing's first bot (``a < b``) as one uploader reported it.
+of the pairing's first bot (``a < b``) as one uploader reported it; or, what the server reads, the
+sums those battles give per uploader and pairing (``from_sums``; every statistic below needs only
+a pairing's battle count, sum and sum of squares per uploader). Each sum is the exact one,
+correctly rounded, and the pairings are taken in name order, so that the figures depend only on
+the battles, not on their order.
 
 **Residuals.** One per pairing an uploader shares with others, not one per battle (an uploader's
 battles on one pairing are all measured against the same consensus, so per-battle z would be
@@ -78,9 +82,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
+
+from rumble.rankings.scores import EXACT_UNIT, exact
 
 ALPHA = (
     0.01  # flag when the Holm-corrected p is below this: family-wise over a rumble's units (nominal; see the docstring)
@@ -165,18 +172,39 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted
 
 
-Totals = dict[tuple[str, str], dict[str, list[float]]]  # pairing -> uploader -> [n, Σx, Σx²]
+Totals = dict[tuple[str, str], dict[str, tuple[int, float, float]]]  # pairing -> uploader -> (n, Σx, Σx²)
+Sums = tuple[str, str, str, int, int, int]  # uploader, a, b, battles, Σ share and Σ share², exact integers
 
 
-def totals(shares: list[Share]) -> Totals:
-    """Per pairing and uploader: battles, sum and sum of squares of the shares."""
-    found: Totals = defaultdict(dict)
+def totals(shares: Iterable[Share]) -> Totals:
+    """Per pairing and uploader: battles, sum and sum of squares of the shares (``from_sums``)."""
+    exact_sums: dict[tuple[str, str, str], list[int]] = {}
     for s in shares:
-        t = found[(s.a, s.b)].setdefault(s.uploader, [0, 0.0, 0.0])
+        t = exact_sums.setdefault((s.uploader, s.a, s.b), [0, 0, 0])
         t[0] += 1
-        t[1] += s.share
-        t[2] += s.share * s.share
-    return found
+        t[1] += exact(s.share)
+        t[2] += exact(s.share * s.share)
+    return from_sums(((u, a, b, n, x, q) for (u, a, b), (n, x, q) in exact_sums.items()), EXACT_UNIT, EXACT_UNIT)
+
+
+def from_sums(rows: Iterable[Sums], share_unit: int, square_unit: int) -> Totals:
+    """The totals from exact sums per uploader and pairing, in units of 1/``share_unit`` and
+    1/``square_unit`` (rumble.store.uploader_sums), each the correctly rounded value of the exact
+    sum: they depend only on the battles, not on the order they were added in (``in_order``)."""
+    found: dict[tuple[str, str], dict[str, tuple[int, float, float]]] = {}
+    for u, a, b, n, x, q in rows:
+        found.setdefault((a, b), {})[u] = (n, x / share_unit, q / square_unit)
+    return in_order(found)
+
+
+def in_order(found: Totals) -> Totals:
+    """``found``'s pairings in name order, each one's uploaders too, so that every figure computed
+    from them (sums over pairings and uploaders) is the same however they were read. ``found`` is emptied."""
+    ordered: Totals = {}
+    for pair in sorted(found):
+        per_uploader = found.pop(pair)
+        ordered[pair] = per_uploader if len(per_uploader) < 2 else dict(sorted(per_uploader.items()))
+    return ordered
 
 
 def spread(m: float) -> float:
@@ -238,7 +266,7 @@ def residuals(
     return found
 
 
-def _summed(per_uploader: dict[str, list[float]], excluded: frozenset[str]) -> tuple[float, float, float]:
+def _summed(per_uploader: dict[str, tuple[int, float, float]], excluded: frozenset[str]) -> tuple[float, float, float]:
     """[n, Σx, Σx²] over the uploaders not in ``excluded``."""
     n = total = q = 0.0
     for u, (k, s, sq) in per_uploader.items():
@@ -411,6 +439,11 @@ def _raw(v: Verdict) -> float:
 
 
 def settle(shares: list[Share], alpha: float = ALPHA, min_battles: int = MIN_BATTLES) -> Settled:
+    """``settle_totals`` over the totals of ``shares``."""
+    return settle_totals(totals(shares), alpha, min_battles)
+
+
+def settle_totals(by_pairing: Totals, alpha: float = ALPHA, min_battles: int = MIN_BATTLES) -> Settled:
     """The test run to its end (module docstring, "Settling"): one move per round, until none is left.
 
     1. small uploaders left untested (their pool too small) leave the consensus;
@@ -422,9 +455,9 @@ def settle(shares: list[Share], alpha: float = ALPHA, min_battles: int = MIN_BAT
     is flagged (or untested) and every unit in it is not, unless a unit re-admitted was flagged
     again (``unsettled``, said in its reason)."""
     counts: dict[str, int] = defaultdict(int)
-    for s in shares:
-        counts[s.uploader] += 1
-    by_pairing = totals(shares)
+    for per_uploader in by_pairing.values():
+        for u, (k, _, _) in per_uploader.items():
+            counts[u] += k
     excluded: frozenset[str] = frozenset()
     readmitted: list[str] = []
     rounds = 0
@@ -473,6 +506,11 @@ def consistency(shares: list[Share], alpha: float = ALPHA, min_battles: int = MI
     the others are measured against: they can neither move it nor frame the honest. Each p is
     computed against the final consensus, which leaves out exactly the flagged (``settle``)."""
     return settle(shares, alpha, min_battles).verdicts
+
+
+def consistency_of(by_pairing: Totals, alpha: float = ALPHA, min_battles: int = MIN_BATTLES) -> list[Verdict]:
+    """``consistency`` over totals (``totals`` or ``from_sums``): the same verdicts as over the battles."""
+    return settle_totals(by_pairing, alpha, min_battles).verdicts
 
 
 def _rows(state: Round, counts: dict[str, int], alpha: float, min_battles: int, unsettled: list[str]) -> list[Verdict]:

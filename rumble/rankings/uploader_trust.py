@@ -162,8 +162,20 @@ def standings(
 ) -> dict[str, Standing]:
     """Every party of ``shares`` (their ``uploader`` is the party) and every vouched or revoked one,
     with its standing. ``vouched`` and ``revoked`` are parties (``party``); revoked wins."""
-    shares = list(shares)
-    everyone = {s.uploader for s in shares} | set(vouched) | set(revoked)
+    return standings_of(totals(shares), vouched, revoked, min_battles, min_pairings, alpha)
+
+
+def standings_of(
+    by_pairing: Totals,
+    vouched: set[str],
+    revoked: set[str] | frozenset[str] = frozenset(),
+    min_battles: int = MIN_BATTLES,
+    min_pairings: int = MIN_PAIRINGS,
+    alpha: float = ALPHA,
+) -> dict[str, Standing]:
+    """``standings`` over the parties' totals (``uploader_consistency.totals`` or ``from_sums``, each
+    party as an uploader): the same standings as over their battles."""
+    everyone = {u for per in by_pairing.values() for u in per} | set(vouched) | set(revoked)
     found: dict[str, Standing] = {}
     established = set(vouched) - set(revoked)
     for key in established:
@@ -171,7 +183,6 @@ def standings(
     for key in set(revoked) & everyone:
         found[key] = Standing(key, False, "revoked", why="revoked by a maintainer")
     pending = everyone - established - set(revoked)
-    by_pairing = totals(shares)
     pairs_of: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for pair, per_uploader in by_pairing.items():
         for u in per_uploader:
@@ -210,8 +221,13 @@ def standings(
 def confirmed(shares: Iterable[Share], established: set[str]) -> set[str]:
     """The bots (full names) that an established party has reported at least one battle of: a
     newcomer only strangers ever uploaded is not among them."""
+    return confirmed_of(totals(shares), established)
+
+
+def confirmed_of(by_pairing: Totals, established: set[str]) -> set[str]:
+    """``confirmed`` over the parties' totals."""
     found: set[str] = set()
-    for s in shares:
-        if s.uploader in established:
-            found.update((s.a, s.b))
+    for pair, per_party in by_pairing.items():
+        if any(p in established and k > 0 for p, (k, _, _) in per_party.items()):
+            found.update(pair)
     return found

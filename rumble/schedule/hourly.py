@@ -31,9 +31,9 @@ from rumble.maintenance import jobs
 from rumble.rankings import uploader_trust
 from rumble.rankings.batch import METHODS, PAIRING_METHODS, WIN_RATE_METHODS
 from rumble.rankings.pairwise import Ranking, present, ranks_from_scores
-from rumble.rankings.uploader_consistency import POOL, Share, consistency
+from rumble.rankings.uploader_consistency import POOL, consistency_of
 from rumble.schedule import exports
-from rumble.store import batch_runs, battle_states, bots, maintainers, trust, uploader_battles
+from rumble.store import batch_runs, battle_states, bots, maintainers, trust, uploader_sums
 from rumble.store.export import log_version
 from rumble.store.rumbles import rumble_id, rumble_rows
 
@@ -197,8 +197,9 @@ UNCONFIRMED = "unconfirmed: no battle from an established uploader within {days}
 def refresh_standings(
     db: store.Store, games: list[str] | None = None, unconfirmed_days: int = 0, now: datetime | None = None
 ) -> dict[str, int]:
-    """Compute each rumble's uploader standings (rumble.rankings.uploader_trust) from its log and the
-    maintainers' vouches, and store them; the established parties per rumble.
+    """Compute each rumble's uploader standings (rumble.rankings.uploader_trust) from its sums per
+    uploader, address and pairing (rumble.store.uploader_sums.party_totals) and the maintainers' vouches, and store them;
+    the established parties per rumble.
 
     With ``unconfirmed_days``, also retire the bots that joined a rumble once a maintainer had vouched
     for someone, ``unconfirmed_days`` or more before ``now``, and that no established party has reported
@@ -217,15 +218,8 @@ def refresh_standings(
         if rid is None:
             continue
         with store.read(db):
-            found_shares = uploader_battles.party_shares(db, rid)
-        networks: dict[str | None, str] = {}
-        shares = [
-            Share(
-                uploader_trust.party(uploader, networks.setdefault(address, uploader_trust.network(address))), a, b, pa
-            )
-            for uploader, address, a, b, pa in found_shares
-        ]
-        found = uploader_trust.standings(shares, vouched, revoked)
+            by_party = uploader_sums.party_totals(db, rid)
+        found = uploader_trust.standings_of(by_party, vouched, revoked)
         rows = [{**s.as_dict(), "party": party} for party, s in sorted(found.items())]
         with store.write(db):
             trust.put_standings(db, rid, rows, store.utc_now())
@@ -233,7 +227,7 @@ def refresh_standings(
         established[game] = len(trusted)
         if unconfirmed_days > 0 and trusted and trusted_since is not None:
             _retire_unconfirmed(
-                db, rid, uploader_trust.confirmed(shares, trusted), trusted_since, unconfirmed_days, now
+                db, rid, uploader_trust.confirmed_of(by_party, trusted), trusted_since, unconfirmed_days, now
             )
     return established
 
@@ -278,8 +272,8 @@ def hold_flagged(db: store.Store, min_battles: int, games: list[str] | None = No
         if rid is None:
             continue
         with store.read(db):
-            shares = [Share(u, a, b, pa) for u, a, b, pa, _ in uploader_battles.battle_shares(db, rid)]
-        verdicts = consistency(shares)
+            by_pairing = uploader_sums.consistency_totals(db, rid)
+        verdicts = consistency_of(by_pairing)
         pool = next((v for v in verdicts if v.uploader == POOL), None)
         flagged = {v.uploader: v.reason for v in verdicts if v.flagged and v.uploader != POOL}
         if pool is not None and pool.flagged:

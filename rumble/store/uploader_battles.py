@@ -1,46 +1,13 @@
-"""The log's battles read per uploader: each accepted battle's shares for the uploader-consistency
-statistics and the rollback preview, and which pairings rest on one uploader alone (unconfirmed).
+"""The log's battles read per uploader: which pairings rest on one uploader alone (unconfirmed),
+and an uploader's latest upload. The uploader statistics read their sums per uploader and pairing
+instead (rumble.store.uploader_sums).
 
 Only battles in state ``ok`` count, as everywhere else. Reads only; nothing here writes.
 """
 
 from __future__ import annotations
 
-from rumble.rankings.scores import battle_percent, survival_percent
 from rumble.store import Store
-from rumble.store.rumbles import by_survival
-
-
-def battle_shares(db: Store, rumble_id: int) -> list[tuple[str, str, str, float, float]]:
-    """Per accepted battle: (uploader, a, b, a's percentage, b's percentage), a < b by name, each
-    percentage as the rumble counts it (score share, or rounds won in a survival-scored rumble)."""
-    return [(uploader, a, b, pa, pb) for uploader, _, a, b, pa, pb in _percentages(db, rumble_id)]
-
-
-def party_shares(db: Store, rumble_id: int) -> list[tuple[str, str | None, str, str, float]]:
-    """Per accepted battle: (uploader, address, a, b, a's percentage), a < b by name: what the
-    uploaders' standings are computed from (rumble.rankings.uploader_trust)."""
-    return [(uploader, address, a, b, pa) for uploader, address, a, b, pa, _ in _percentages(db, rumble_id)]
-
-
-def _percentages(db: Store, rumble_id: int) -> list[tuple[str, str | None, str, str, float, float]]:
-    survival = by_survival(db, rumble_id)
-    rows = db.execute(
-        "SELECT x.uploader, x.remote_addr, fa.full_name, fb.full_name, x.first_score, x.second_score, "
-        "x.first_firsts, x.second_firsts, x.rounds FROM battles x JOIN bots fa ON fa.id = x.first_bot_id "
-        "JOIN bots fb ON fb.id = x.second_bot_id WHERE x.rumble_id = ? AND x.state = 'ok'",
-        (rumble_id,),
-    )
-    found = []
-    for uploader, address, first, second, s1, s2, f1, f2, rounds in rows:
-        if survival:
-            p1, p2 = survival_percent(f1, rounds), survival_percent(f2, rounds)
-        else:
-            p1, p2 = battle_percent(s1, s2), battle_percent(s2, s1)
-        found.append(
-            (uploader, address, first, second, p1, p2) if first < second else (uploader, address, second, first, p2, p1)
-        )
-    return found
 
 
 def sole_uploaders(db: Store, rumble_id: int, bot: int) -> dict[str, str]:

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from flask import current_app
 
 from rumble.rankings import rollback_preview
-from rumble.rankings.uploader_consistency import Share, consistency
-from rumble.store import Store, bots, export, read, uploader_battles
+from rumble.rankings.uploader_consistency import consistency_of
+from rumble.store import Store, bots, export, read, uploader_battles, uploader_sums
 
 # (database file, rumble id, what) -> (the rumble's log version, monotonic time computed, rows): per worker
 _TABLES: dict[tuple[str, int, str], tuple[tuple, float, list[dict]]] = {}
@@ -23,12 +23,13 @@ _COMPUTING: dict[tuple[str, int, str], threading.Lock] = {}  # held by the threa
 
 def uploader_table(db: Store, rid: int) -> list[dict]:
     """Each uploader of the rumble with its consistency figures, flagged ones first. It reads the
-    rumble's whole log (seconds on a large ladder), so the rows are kept (``kept``)."""
+    sums per uploader and pairing (rumble.store.uploader_sums), not the log, and works on every
+    pairing each uploader shares (seconds on a large ladder), so the rows are kept (``kept``)."""
 
     def compute() -> list[dict]:
         with read(db):
-            battles = uploader_battles.battle_shares(db, rid)
-        return [v.as_dict() for v in consistency([Share(u, a, b, pa) for u, a, b, pa, _ in battles])]
+            by_pairing = uploader_sums.consistency_totals(db, rid)
+        return [v.as_dict() for v in consistency_of(by_pairing)]
 
     return kept(db, rid, "uploaders", compute)
 
@@ -83,6 +84,6 @@ def with_confirmation(db: Store, rid: int, page: dict) -> dict:
 def rollback(db: Store, rid: int, uploader: str) -> dict:
     """The APS table without ``uploader``'s battles, next to the current one; nothing changes."""
     with read(db):
-        battles = uploader_battles.battle_shares(db, rid)
+        sums = [(u, a, b, n, sa, sb) for u, a, b, n, sa, sb, _ in uploader_sums.pairing_sums(db, rid)]
         active = set(bots.participant_names(db, rid))
-    return rollback_preview.preview(battles, active, uploader)
+    return rollback_preview.preview_of(sums, uploader_sums.SHARE_UNIT, active, uploader)

@@ -16,7 +16,7 @@ from rumble.maintenance import jobs, swap
 from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
-from rumble.store import rating_rows
+from rumble.store import rating_rows, uploader_sums
 from rumble.store.battle_states import BattleFilter
 from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot
@@ -49,7 +49,7 @@ def _tables(db) -> tuple:
     participants = db.execute(
         "SELECT rumble_id, bot_id, active FROM participants ORDER BY rumble_id, bot_id"
     ).fetchall()
-    return snapshot(db), participants
+    return snapshot(db), participants, uploader_sums.rows(db)
 
 
 def _fresh_rebuild(db) -> tuple:

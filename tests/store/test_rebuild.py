@@ -17,6 +17,7 @@ from rumble.maintenance.importer import read_battles, store_battles
 from rumble.maintenance.rebuild import rebuild_rumble, start
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
+from rumble.store import uploader_sums
 from rumble.store.battle_log import LOG_COLUMNS, log_rows, newest_id
 from rumble.store.bots import find_bot
 from rumble.store.rumbles import rumble_id
@@ -66,10 +67,11 @@ def _rebuild_all(db) -> None:
 def test_rebuild_equals_online_bit_for_bit(app, client, upload, seed):
     _random_session(client, upload, random.Random(seed))
     db = store.connect(app.config["RUMBLE"]["DB"])
-    online = snapshot(db)
-    assert len(online["pairings"]) > 100
+    online, sums = snapshot(db), uploader_sums.rows(db)
+    assert len(online["pairings"]) > 100 and len(sums) > 50
     _rebuild_all(db)
     assert snapshot(db) == online
+    assert uploader_sums.rows(db) == sums
     db.close()
 
 
