@@ -1,8 +1,8 @@
 """The Flask application factory (the gunicorn target is ``rumble.app:create_app()``).
 
-``create_app`` starts no threads: the batch-ranking schedule is joined by each worker that
-``rumble serve`` starts (``rumble.schedule.hourly.start_scheduler``), so tests and scripts that build apps
-never start one.
+``create_app`` starts no threads: the batch-ranking schedule runs in a process of its own
+(``rumble schedule``, which ``rumble serve`` starts), so tests and scripts that build apps never
+start one.
 """
 
 from __future__ import annotations

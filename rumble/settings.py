@@ -140,21 +140,21 @@ SETTINGS = (
         int,
     ),
     Setting(
-        "THREADS",
-        32,
-        "Threads per `rumble serve` worker: requests served at once by one worker (gunicorn's gthread worker).",
+        "CONNECTIONS",
+        1000,
+        "Connections one `rumble serve` worker holds at once (gunicorn's worker_connections), within the open-files limit.",
         int,
     ),
     Setting(
         "READ_TIMEOUT_SECONDS",
         10.0,
-        "A request (headers and body) must arrive within this many seconds of the connection's opening (or of its first byte, on a kept-alive connection); else the connection is closed.",
+        "A request's headers must arrive within this many seconds (of the connection's opening, or of the previous answer on a kept-alive connection), and its body within as many again; else the connection is closed (an unfinished body is first answered as unreadable).",
         float,
     ),
     Setting(
         "SEND_TIMEOUT_SECONDS",
         30.0,
-        "A client that takes none of its answer for this many seconds is disconnected.",
+        "A client that takes less than a 64 KB block of its answer in this many seconds is disconnected.",
         float,
     ),
     Setting(

@@ -1,6 +1,6 @@
-"""The bare HTTP stack of ``rumble serve``, for bench_upload.py's baseline: the same gunicorn worker
-class (``rumble.server.serving.DeadlineThreadWorker``), worker count, threads, keep-alive and connection
-limit, serving a Flask app that reads the upload's body and answers ``OK`` (no database).
+"""The bare HTTP stack of ``rumble serve``, for bench_upload.py's baseline: stock gunicorn with the
+same worker class (gunicorn's own ``gevent``), worker count, keep-alive and connection limit,
+serving a Flask app that reads the upload's body and answers ``OK`` (no database).
 
 Run: ``.venv/bin/python scripts/bare_http.py --port 8001 --workers 2``.
 """
@@ -8,13 +8,13 @@ Run: ``.venv/bin/python scripts/bare_http.py --port 8001 --workers 2``.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from flask import Flask, request
 from gunicorn.app.base import BaseApplication
 
 from rumble import settings
-from rumble.cli import KEEPALIVE_SECONDS
 
 
 def bare_app() -> Flask:
@@ -41,12 +41,12 @@ class BareServer(BaseApplication):
         super().__init__()
 
     def load_config(self) -> None:
-        threads = settings.load()["THREADS"]
+        values = settings.load()
         self.cfg.set("bind", f"127.0.0.1:{self.port}")
         self.cfg.set("workers", self.workers)
-        self.cfg.set("worker_class", "rumble.server.serving.DeadlineThreadWorker")
-        self.cfg.set("threads", threads)
-        self.cfg.set("keepalive", KEEPALIVE_SECONDS)
+        self.cfg.set("worker_class", "gevent")
+        self.cfg.set("worker_connections", values["CONNECTIONS"])
+        self.cfg.set("keepalive", math.ceil(values["READ_TIMEOUT_SECONDS"]))
         self.cfg.set("sendfile", False)
         self.cfg.set("accesslog", None)
         if "control_socket_disable" in self.cfg.settings:

@@ -860,9 +860,18 @@ def measure(
 
 def process_roles(master: int, pids: list[int], log: Path) -> dict[int, str]:
     """Each server process's role: ``master``, ``workers`` (the pids gunicorn logs as booting
-    workers) or, for `rumble serve`, ``writer`` (its writer process, rumble.server.single_writer)."""
+    workers) or, for `rumble serve`, ``writer`` (its writer process, rumble.server.single_writer) and
+    ``schedule`` (its batch schedule, ``rumble schedule``)."""
     booted = {int(pid) for pid in re.findall(r"Booting worker with pid: (\d+)", log.read_text(errors="replace"))}
-    return {pid: "master" if pid == master else "workers" if pid in booted else "writer" for pid in pids}
+    roles = {}
+    for pid in pids:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            command = b""
+        writer = b"single_writer" in command
+        roles[pid] = "master" if pid == master else "workers" if pid in booted else "writer" if writer else "schedule"
+    return roles
 
 
 def run_scenario(scenario: str, cached: Path, ladder: Ladder, rumbles: dict, args) -> list[tuple[Run, Run]]:

@@ -116,14 +116,13 @@ def run_client(client: int, port: int, until: float, now_ms: int, into: list[Sen
 
 
 def writer_pid(server: Server) -> int:
-    """The arbiter's child that is not a gunicorn worker (workers announce their pids)."""
+    """The arbiter's child that runs rumble.server.single_writer."""
     children = {
         int(child)
         for task in Path(f"/proc/{server.process.pid}/task").iterdir()
         for child in (task / "children").read_text().split()
     }
-    workers = {int(pid) for pid in re.findall(r"Booting worker with pid: (\d+)", server.log.read_text())}
-    (writer,) = children - workers
+    (writer,) = (child for child in children if b"single_writer" in Path(f"/proc/{child}/cmdline").read_bytes())
     return writer
 
 

@@ -1,173 +1,192 @@
-"""The read deadlines of ``rumble serve``'s worker (rumble/server/serving.py), on real socket pairs."""
+"""The deadlines ``rumble serve`` puts around the app under gunicorn's gevent worker
+(rumble/server/serving.py), on gevent's own sockets and timers; tests/e2e/test_hostile_clients.py
+checks them end to end against a real server."""
 
 from __future__ import annotations
 
-import collections
 import errno
-import selectors
-import socket
+import io
 import threading
-import time
 
+import gevent
 import pytest
+from gevent import socket as green_socket
 
-from rumble.server import serving
-from rumble.server.serving import Deadlines, DeadlineThreadWorker, LingeringConn, request_complete, whole_upload
+from rumble.server.serving import SEND_BLOCK_BYTES, Deadlines, PagesInThreads, TimedAnswer, TimedInput
 
 
-def test_an_overdue_read_ends_with_end_of_file():
-    deadlines = Deadlines()
-    server, client = socket.socketpair()
+class _SocketBody:
+    """A request body read from one end of a gevent socket pair, as gunicorn's reader reads it."""
+
+    def __init__(self, sock) -> None:
+        self.sock = sock
+
+    def read(self, size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = self.sock.recv(size - len(data))
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+
+def test_a_body_that_arrives_in_time_is_read_whole():
+    server, client = green_socket.socketpair()
     with server, client:
-        got = []
-        reader = threading.Thread(target=lambda: got.append(server.recv(100)))
-        deadlines.arm(server, time.monotonic() - 1)
-        reader.start()
-        time.sleep(0.05)  # the reader is blocked in recv: the client sends nothing
-        assert deadlines.sweep(time.monotonic()) == 1
-        reader.join(5)
-        assert got == [b""]
-        assert deadlines.sweep(time.monotonic()) == 0  # swept once only
+        body = TimedInput(_SocketBody(server), 2.0)
+        gevent.spawn_later(0.05, client.sendall, b"x" * 100)
+        assert body.read(100) == b"x" * 100
 
 
-def test_a_disarmed_or_early_socket_is_left_alone():
-    deadlines = Deadlines()
-    server, client = socket.socketpair()
+def test_a_body_trickled_past_its_deadline_fails_with_a_timeout_that_says_so():
+    server, client = green_socket.socketpair()
     with server, client:
-        deadlines.disarm(deadlines.arm(server, time.monotonic() - 1))
-        deadlines.arm(server, time.monotonic() + 60)
-        assert deadlines.sweep(time.monotonic()) == 0
-        client.sendall(b"still open")
-        assert server.recv(100) == b"still open"
+        body = TimedInput(_SocketBody(server), 0.3)
+        trickle = gevent.spawn(lambda: [client.sendall(b"x") or gevent.sleep(0.05) for _ in range(100)])
+        with pytest.raises(TimeoutError) as raised:
+            body.read(100)
+        trickle.kill()
+    assert str(raised.value) == "the request body did not arrive within 0.3 s"
 
 
-def test_a_socket_shut_for_reading_can_still_answer():
-    """The watchdog shuts the read side only: a cut-off upload is still told why."""
-    deadlines = Deadlines()
-    server, client = socket.socketpair()
+def test_the_deadline_counts_from_the_start_not_from_each_read():
+    server, client = green_socket.socketpair()
     with server, client:
-        deadlines.arm(server, time.monotonic() - 1)
-        deadlines.sweep(time.monotonic())
-        assert server.recv(100) == b""
-        server.sendall(b"OK. ERROR: upload body ends after 3 of its 4000 bytes\n")
-        assert client.recv(100) == b"OK. ERROR: upload body ends after 3 of its 4000 bytes\n"
+        body = TimedInput(_SocketBody(server), 0.3)
+        client.sendall(b"ab")
+        assert body.read(1) == b"a"
+        gevent.sleep(0.35)
+        with pytest.raises(TimeoutError):
+            body.read(1)  # the byte is there, but the body's time is up
 
 
-@pytest.mark.parametrize(
-    ("data", "complete"),
-    [
-        (b"POST /UploadedResults HTTP/1.1\r\nHost: x\r\n", False),  # headers not finished
-        (b"GET /export HTTP/1.1\r\nHost: x\r\n\r\n", True),
-        (b"POST /UploadedResults HTTP/1.1\r\nContent-Length: 5\r\n\r\nab", False),  # body short of its length
-        (b"POST /UploadedResults HTTP/1.1\r\nHost: x\r\ncontent-length: 5\r\n\r\nabcde", True),
-        (
-            b"POST /UploadedResults HTTP/1.1\r\nContent-Length: 999999\r\n\r\nab",
-            True,
-        ),  # too long to wait for: the thread reads it
-        (b"POST /UploadedResults HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", True),
-        (b"GET /" + b"a" * 70000, True),  # more than READ_AHEAD_BYTES without an end: the parser refuses it
-    ],
-)
-def test_a_request_is_handed_to_a_thread_once_complete(data, complete):
-    assert request_complete(data) is complete
+class _Result:
+    def __init__(self, items: list[bytes]) -> None:
+        self.items, self.closed = items, False
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def close(self) -> None:
+        self.closed = True
 
 
-@pytest.mark.parametrize(
-    ("data", "here"),
-    [
-        (b"POST /UploadedResults HTTP/1.1\r\nHost: x\r\ncontent-length: 5\r\n\r\nabcde", True),
-        (b"POST /UploadedResults?x=1 HTTP/1.1\r\nContent-Length: 2\r\n\r\nab", True),
-        (b"POST /UploadedResults HTTP/1.1\r\nContent-Length: 2\r\n\r\nabPOST /Upl", True),  # the next begins
-        (b"POST /UploadedResults HTTP/1.1\r\nContent-Length: 5\r\n\r\nab", False),  # body short of its length
-        (b"POST /UploadedResults HTTP/1.1\r\nContent-Length: 999999\r\n\r\nab", False),
-        (b"POST /UploadedResults HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n", False),
-        (b"POST /UploadedResults HTTP/1.1\r\nHost: x\r\n\r\n", False),  # no length: the thread path answers it
-        (b"POST /UploadedResultsX HTTP/1.1\r\nContent-Length: 2\r\n\r\nab", False),
-        (b"GET /UploadedResults HTTP/1.1\r\n\r\n", False),
-        (b"POST /RankingsFile HTTP/1.1\r\nContent-Length: 2\r\n\r\nab", False),
-    ],
-)
-def test_only_a_whole_upload_with_its_length_is_served_in_the_main_thread(data, here):
-    assert whole_upload(data) is here
+def test_an_answer_is_handed_over_in_blocks_and_closed_once_sent():
+    big = bytes(range(256)) * (SEND_BLOCK_BYTES // 256 * 2 + 3)  # two whole blocks and a part
+    result = _Result([b"head", big])
+    answer = TimedAnswer(result, 1.0, "127.0.0.1")
+    blocks = list(answer)
+    answer.close()
+    assert blocks[0] == b"head"
+    assert [len(block) for block in blocks[1:]] == [SEND_BLOCK_BYTES, SEND_BLOCK_BYTES, len(big) - 2 * SEND_BLOCK_BYTES]
+    assert b"".join(blocks[1:]) == big
+    assert result.closed
 
 
-class _Cfg:
-    is_ssl = False
+def test_a_block_the_client_does_not_take_in_time_fails_its_write_with_a_broken_pipe():
+    """gunicorn writes each block between two requests for the next: a write that waits longer
+    than the timeout (a client that reads nothing) is interrupted, as EPIPE, which gunicorn takes
+    as a client gone; a write that keeps up is not."""
+    result = _Result([b"one", b"two"])
+    answer = TimedAnswer(result, 0.2, "127.0.0.1")
+    assert next(answer) == b"one"
+    gevent.sleep(0.1)  # a write that took less than the timeout
+    assert next(answer) == b"two"
+    with pytest.raises(BrokenPipeError) as raised:
+        gevent.sleep(1.0)  # a write that never ends
+    answer.close()
+    assert raised.value.errno == errno.EPIPE
+    assert result.closed
 
 
-def _lingering_worker() -> DeadlineThreadWorker:
-    """The parts of a worker that lingering uses (its poller and lingering connections), without gunicorn's set-up."""
-    worker = object.__new__(DeadlineThreadWorker)
-    worker.cfg = _Cfg()
-    worker.poller = selectors.DefaultSelector()
-    worker.lingering = {}
-    worker.keepalived_conns = collections.deque()
-    worker.nr_conns = 0
-    worker.turns = []
-    return worker
+def test_the_end_of_an_answer_is_timed_too_until_close():
+    answer = TimedAnswer(_Result([b"all"]), 0.2, None)
+    assert list(answer) == [b"all"]
+    with pytest.raises(BrokenPipeError):
+        gevent.sleep(1.0)  # gunicorn ending the answer (a chunked one's last chunk) to a client that reads nothing
+    answer.close()
 
 
-def _dispatch(worker: DeadlineThreadWorker) -> None:
-    for key, _ in worker.poller.select(0):
-        key.data(key.fileobj)
+def test_a_closed_answer_leaves_no_timer_behind():
+    answer = TimedAnswer(_Result([b"all"]), 0.1, None)
+    assert list(answer) == [b"all"]
+    answer.close()
+    gevent.sleep(0.3)  # nothing fires
 
 
-def test_a_finished_connection_lingers_until_its_client_closes():
-    worker = _lingering_worker()
-    server, client = socket.socketpair()
-    with client:
-        conn = LingeringConn(worker, worker.cfg, server, "client", "server")
-        conn.close(graceful=True)  # as gunicorn's finish_request closes a Connection: close answer
-        assert client.recv(100) == b""  # the server's side is shut for writing at once
-        client.sendall(b"more the server never reads")
-        _dispatch(worker)
-        assert list(worker.lingering) == [conn] and server.fileno() != -1  # read and dropped, still open
-        client.shutdown(socket.SHUT_WR)
-        _dispatch(worker)
-        assert worker.lingering == {} and server.fileno() == -1
+@pytest.mark.parametrize("read, send", [(0, 1), (1, 0), (-1, 1)])
+def test_the_timeouts_must_be_positive(read, send):
+    with pytest.raises(ValueError):
+        Deadlines(lambda environ, start_response: [], read, send)
 
 
-def test_a_lingering_connection_is_closed_after_its_time(monkeypatch):
-    worker = _lingering_worker()
-    server, client = socket.socketpair()
-    with client:
-        conn = LingeringConn(worker, worker.cfg, server, "client", "server")
-        conn.close(graceful=True)
-        worker.murder_keepalived()
-        assert list(worker.lingering) == [conn]
-        later = time.monotonic() + serving.LINGER_SECONDS + 1
-        monkeypatch.setattr(serving.time, "monotonic", lambda: later)
-        worker.murder_keepalived()
-        assert worker.lingering == {} and server.fileno() == -1
+def test_the_middleware_times_the_input_and_the_answer():
+    seen = {}
+
+    def app(environ, start_response):
+        seen["input"] = environ["wsgi.input"]
+        start_response("200 OK", [])
+        return [b"ok"]
+
+    answer = Deadlines(app, 5, 5)({"wsgi.input": object(), "REMOTE_ADDR": "127.0.0.1"}, lambda *a: None)
+    assert isinstance(seen["input"], TimedInput) and isinstance(answer, TimedAnswer)
+    assert list(answer) == [b"ok"]
+    answer.close()
 
 
-def test_an_evicted_connection_whose_client_closed_in_the_same_round_is_dropped_once(monkeypatch):
-    """The oldest lingering connection is closed to make room while its own end-of-file waits in
-    the same round of events: its event is then skipped, not a KeyError that ends the worker."""
-    monkeypatch.setattr(serving, "MAX_LINGERING", 1)
-    worker = _lingering_worker()
-    first, first_client = socket.socketpair()
-    second, second_client = socket.socketpair()
-    with first_client, second_client:
-        old = LingeringConn(worker, worker.cfg, first, "a", "server")
-        old.close(graceful=True)
-        first_client.close()  # its end of file is now waiting in the poller
-        events = worker.poller.select(0)
-        LingeringConn(worker, worker.cfg, second, "b", "server").close(graceful=True)  # evicts ``old``
-        for key, _ in events:
-            key.data(key.fileobj)
-        assert list(worker.lingering) != [old] and len(worker.lingering) == 1 and first.fileno() == -1
-    second.close()
+class _FileWrapper:
+    """Stands for gunicorn's ``wsgi.file_wrapper``: a file to send, read block by block."""
+
+    def __init__(self, blocks: list[bytes]) -> None:
+        self.blocks = blocks
+
+    def __iter__(self):
+        return iter(self.blocks)
 
 
-def test_out_of_files_an_accept_closes_the_oldest_lingering_connection_instead_of_ending_the_worker():
-    class Listener:
-        def accept(self):
-            raise OSError(errno.EMFILE, "Too many open files")
+def _thread_app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    if environ["PATH_INFO"] == "/file":
+        return environ["wsgi.file_wrapper"]([b"a", b"b"])
+    body = environ["wsgi.input"].read()
+    return iter([f"{threading.get_native_id()}".encode(), b"|", body])  # a generator-like answer, made whole
 
-    worker = _lingering_worker()
-    server, client = socket.socketpair()
-    with client:
-        LingeringConn(worker, worker.cfg, server, "client", "server").close(graceful=True)
-        worker.accept(Listener())  # no exception: the worker goes on
-        assert worker.lingering == {} and server.fileno() == -1
+
+def _call(app, method: str, path: str, body: bytes = b"") -> tuple[list[bytes], str]:
+    status = []
+    environ = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.file_wrapper": _FileWrapper,
+    }
+    result = app(environ, lambda s, headers: status.append(s))
+    return list(result), status[0]
+
+
+def test_a_page_get_is_served_in_a_pool_thread_and_made_whole_there():
+    pages = PagesInThreads(_thread_app, 2, lambda path: path != "/UploadedResults")
+    blocks, status = _call(pages, "GET", "/Rankings", b"ignored")
+    assert status == "200 OK" and len(blocks) == 1  # joined in the thread
+    thread, _, body = blocks[0].partition(b"|")
+    assert int(thread) != threading.get_native_id() and body == b""  # a GET's body is not passed on
+
+
+def test_posts_and_the_clients_paths_are_served_where_they_came():
+    pages = PagesInThreads(_thread_app, 2, lambda path: path != "/UploadedResults")
+    here = str(threading.get_native_id()).encode()
+    assert b"".join(_call(pages, "POST", "/admin/retire", b"name=x")[0]) == here + b"|name=x"
+    assert b"".join(_call(pages, "GET", "/UploadedResults")[0]) == here + b"|"
+
+
+def test_a_file_to_send_stays_a_file():
+    pages = PagesInThreads(_thread_app, 2, lambda path: True)
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": "/file",
+        "wsgi.input": io.BytesIO(),
+        "wsgi.file_wrapper": _FileWrapper,
+    }
+    result = pages(environ, lambda s, headers: None)
+    assert isinstance(result, _FileWrapper) and list(result) == [b"a", b"b"]

@@ -39,12 +39,12 @@ def _settings(*args: str, env: dict[str, str] | None = None):
 def test_each_source_is_named_on_its_settings_line(tmp_path):
     path = str(tmp_path / "rumble.db")
     store.connect(path).close()
-    threads = DEFAULTS["THREADS"] * 2
+    connections = DEFAULTS["CONNECTIONS"] * 2
     page_requests = DEFAULTS["PAGE_REQUESTS"]
-    result, lines = _settings("--db", path, env={"RUMBLE_THREADS": str(threads)})
+    result, lines = _settings("--db", path, env={"RUMBLE_CONNECTIONS": str(connections)})
     assert result.exit_code == 0
     assert line("DB", path, "--db") in lines
-    assert line("THREADS", threads, "environment RUMBLE_THREADS") in lines
+    assert line("CONNECTIONS", connections, "environment RUMBLE_CONNECTIONS") in lines
     assert line("PAGE_REQUESTS", page_requests, "default") in lines
     assert line("ACCEPTED_CLIENTS", ",".join(DEFAULTS["ACCEPTED_CLIENTS"]), "default") in lines
     assert line("MAX_BATTLE_AGE_HOURS", float(DEFAULTS["MAX_BATTLE_AGE_HOURS"]), "default") in lines
@@ -150,17 +150,19 @@ def test_secrets_are_masked_and_unknown_variables_named(tmp_path):
 
 
 def test_an_unreadable_environment_variable_is_named(tmp_path):
-    result = CliRunner().invoke(cli, ["settings", "--db", str(tmp_path / "rumble.db")], env={"RUMBLE_THREADS": "many"})
+    result = CliRunner().invoke(
+        cli, ["settings", "--db", str(tmp_path / "rumble.db")], env={"RUMBLE_CONNECTIONS": "many"}
+    )
     assert result.exit_code == 1
-    assert "RUMBLE_THREADS='many'" in result.output
+    assert "RUMBLE_CONNECTIONS='many'" in result.output
 
 
 def test_origins_agree_with_load():
-    environ = {"RUMBLE_THREADS": "3", "RUMBLE_CLOCK": "anything"}
+    environ = {"RUMBLE_CONNECTIONS": "3", "RUMBLE_CLOCK": "anything"}
     values = settings.load({"DB": "/x.db"}, environ=environ)
     found = settings.origins({"DB": "/x.db"}, environ=environ)
     assert found["DB"] == "given" and values["DB"] == "/x.db"
-    assert found["THREADS"] == "RUMBLE_THREADS" and values["THREADS"] == 3
+    assert found["CONNECTIONS"] == "RUMBLE_CONNECTIONS" and values["CONNECTIONS"] == 3
     assert found["CLOCK"] == "default"  # the clock is never read from the environment
     assert found["PAGE_REQUESTS"] == "default" and values["PAGE_REQUESTS"] == DEFAULTS["PAGE_REQUESTS"]
     assert set(found) == set(DEFAULTS)

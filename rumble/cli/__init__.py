@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
 import os
 import resource
 import sys
@@ -18,8 +19,6 @@ from rumble.cli.admin_commands import register as register_admin_commands
 from rumble.cli.options import db_option, open_database, settings_for
 from rumble.protocol.games import load_rumbles
 from rumble.rankings.batch import METHODS
-
-KEEPALIVE_SECONDS = 5  # a kept-alive connection waits this long for its next request, in the poller (no thread)
 
 
 @click.group()
@@ -62,30 +61,31 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     from rumble.ratings.online import warm_up
 
     warm_up()  # compiled (or read from numba's cache) once here, before the workers fork
-    threads = values["THREADS"]
-    if threads < 1:
-        raise click.ClickException(f"THREADS must be at least 1, not {threads}")
-    connections = _connection_limit(threads)
+    if values["CONNECTIONS"] < 1:
+        raise click.ClickException(f"CONNECTIONS must be at least 1, not {values['CONNECTIONS']}")
+    connections = _connection_limit(values["CONNECTIONS"])
     from rumble.app import save_counts
     from rumble.ingest import fields
     from rumble.server import single_writer
 
     # The writer process for uploads, replaced while the server runs should it end or hang.
     writer = single_writer.Supervisor(values["DB"], values["SYNCHRONOUS"], ready=fields.preload_all)
-    click.echo(f"rumble: serving http://{host}:{port}/ with {workers} workers of {threads} threads (Ctrl-C stops)")
+    # The batch schedule in a process of its own: its runs take seconds of CPU, which in a worker
+    # would hold up every request of that worker (one thread runs all its greenlets).
+    schedule = _start_schedule(values["DB"])
+    click.echo(f"rumble: serving http://{host}:{port}/ with {workers} workers (Ctrl-C stops)")
 
     class Server(BaseApplication):
         def load_config(self) -> None:
             self.cfg.set("bind", f"{host}:{port}")
             self.cfg.set("workers", workers)
-            # Threads, read deadlines and a send timeout: rumble/server/serving.py says why.
-            self.cfg.set("worker_class", "rumble.server.serving.DeadlineThreadWorker")
-            self.cfg.set("threads", threads)
+            # A greenlet per connection; rumble/server/serving.py says why, and what bounds each wait.
+            self.cfg.set("worker_class", "gevent")
             self.cfg.set("worker_connections", connections)
-            self.cfg.set("keepalive", KEEPALIVE_SECONDS)
             self.cfg.set(
-                "sendfile", False
-            )  # its wait for a blocked socket has no limit: SEND_TIMEOUT_SECONDS could not apply
+                "keepalive", math.ceil(values["READ_TIMEOUT_SECONDS"])
+            )  # also bounds the wait for each request's headers
+            self.cfg.set("sendfile", False)  # answers go out through the app's iterable, whose blocks are timed
             # Only TRUSTED_PROXIES (werkzeug's ProxyFix in rumble.app) decides what forwarded headers mean.
             self.cfg.set("secure_scheme_headers", {})
             self.cfg.set("accesslog", None)
@@ -96,39 +96,72 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             if "control_socket_disable" in self.cfg.settings:  # gunicorn 27+: one shared ~/.gunicorn socket otherwise
                 self.cfg.set("control_socket_disable", True)
 
-        def load(self):  # in each worker: one of them wins the batch schedule (rumble.schedule.hourly)
-            from rumble.schedule.hourly import start_scheduler
+        def load(self):
+            from rumble.protocol import CLIENT_PATHS
+            from rumble.server.serving import Deadlines, PagesInThreads
 
             single_writer.yield_cpu_to_writer()
             # The ratings copies are read before the first request, so that no upload or removal waits for it.
             app = create_app(preload_fields=True)
             app.extensions["rumble.writer"] = single_writer.Writer(writer.path)  # uploads' transactions
-            app.extensions["rumble.schedule"] = start_scheduler(app.config["RUMBLE"])
-            return app
+            # Two threads more than the page slots (rumble.web.capacity), which answer the requests over them 503.
+            pages = PagesInThreads(app, values["PAGE_REQUESTS"] + 2, lambda path: path not in CLIENT_PATHS)
+            return Deadlines(pages, values["READ_TIMEOUT_SECONDS"], values["SEND_TIMEOUT_SECONDS"])
 
     try:
         Server().run()
     finally:
         writer.stop()
+        if schedule is not None:
+            schedule.terminate()
+            schedule.wait()
 
 
-def _connection_limit(threads: int, wanted: int = 1000) -> int:
+def _start_schedule(db: str):
+    """``rumble schedule`` for ``db`` as a child process (None if BATCH_INTERVAL_MINUTES is 0)."""
+    import subprocess
+
+    if float(settings_for(db)["BATCH_INTERVAL_MINUTES"]) <= 0:
+        return None
+    return subprocess.Popen([sys.executable, "-m", "rumble", "schedule", "--db", db, "--parent", str(os.getpid())])
+
+
+@cli.command()
+@db_option
+@click.option("--parent", type=int, default=None, help="End when this process has ended (rumble serve's own).")
+def schedule(db: str | None, parent: int | None) -> None:
+    """Run the batch rankings and the melee sweep on their schedule, in the foreground.
+
+    ``rumble serve`` runs it beside its workers, as a process of its own."""
+    import signal
+    import time
+
+    from rumble.schedule.hourly import start_scheduler
+
+    values = settings_for(db)
+    _log_to_stderr(logging.INFO)
+    signal.signal(signal.SIGINT, signal.SIG_IGN if parent is not None else signal.default_int_handler)
+    running = start_scheduler(values)
+    if running is None:
+        click.echo("rumble: BATCH_INTERVAL_MINUTES is 0: nothing to schedule")
+        return
+    while parent is None or os.getppid() == parent:
+        time.sleep(1.0)
+
+
+def _connection_limit(wanted: int = 1000) -> int:
     """Connections one worker holds at most (gunicorn's worker_connections, 1000 by default), within
     the open-files limit, which is first raised to its hard limit: an ``accept`` past that limit
-    would fail and end the worker. Each thread's SQLite connection takes about 4 files, and its
-    connection to the writer process (rumble.server.single_writer) one more; finished connections
-    lingering until their client closes (rumble.server.serving.MAX_LINGERING) are not counted as
-    connections but hold a file each."""
-    from rumble.server.serving import MAX_LINGERING
-
+    would fail. Each connection holds a file, and each upload under way one more (its connection
+    to the writer process, rumble.server.single_writer)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = wanted + MAX_LINGERING + 5 * threads + 100
+    target = 2 * wanted + 100
     if soft != resource.RLIM_INFINITY and soft < target:
         soft = target if hard == resource.RLIM_INFINITY else min(target, hard)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     if soft == resource.RLIM_INFINITY:
         return wanted
-    return max(threads + 16, min(wanted, soft - MAX_LINGERING - 5 * threads - 100))
+    return max(16, min(wanted, (soft - 100) // 2))
 
 
 def _log_to_stderr(level: int) -> None:
@@ -507,7 +540,7 @@ def _stored_settings(path: str) -> tuple[dict, str | None]:
 cli.add_command(show_settings)
 # `rumble serve --help` names where the settings are documented (set here, beside the command that prints them).
 serve.epilog = (
-    "Settings (THREADS, TRUSTED_PROXIES, SYNCHRONOUS, ...) are read from RUMBLE_<NAME> environment variables; "
+    "Settings (CONNECTIONS, TRUSTED_PROXIES, SYNCHRONOUS, ...) are read from RUMBLE_<NAME> environment variables; "
     "each is documented in the README's Settings section, and `rumble settings` prints every value and where it came from."
 )
 

@@ -54,9 +54,8 @@ def upload_work(
 
     ``body`` is the upload as it came, ``rumble`` the settings of the rumble it names (None for
     an unknown one), ``received`` when it came (ms since the epoch). The writer parses and checks
-    it, not the worker: a worker's main thread is the stage uploads queue for (README, "One writer
-    process for uploads", has the figures), and the body as it came costs half as much to send as
-    the parsed battle did (a pickle of bytes, not of dataclasses)."""
+    it, not the worker, and the body as it came costs half as much to send as the parsed battle
+    did (a pickle of bytes, not of dataclasses)."""
     kept = {name: settings[name] for name in UPLOAD_SETTINGS}
     return partial(check_and_store, body, rumble, kept, received, moment, remote_addr)
 

@@ -12,7 +12,7 @@ alone writes uploads, that is never between two uploads. The copy lives in the
 cache the process's connections to the database share (``Store.shared``), which a rolled-back
 transaction clears, so it never keeps a value the database does not have.
 
-Threads: a worker's threads (gunicorn's gthread worker, one connection each) share one copy per
+Threads: a process's threads (each with a connection of its own) share one copy per
 rumble. Only a write transaction changes a copy in place (``current`` and its callers in
 rumble.ingest.apply), and write transactions are serialised by the write lock, which threads of one
 process take like separate processes do (each connection opens the lock file itself). ``preload``

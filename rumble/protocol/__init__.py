@@ -4,6 +4,9 @@ Pure code: no Flask, no database. ``../shared/protocol.md`` (observed from Roboc
 is the specification.
 """
 
+# The paths the client requests besides the participants list (protocol.md sections 5 to 7).
+CLIENT_PATHS = frozenset({"/UploadedResults", "/RatingsFile", "/RemoveOldParticipant"})
+
 
 class ProtocolError(ValueError):
     """A request the server refuses for good; ``str(error)`` is the reason shown to the client."""

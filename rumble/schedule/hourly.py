@@ -5,12 +5,13 @@
 ``run_stale`` does that for every rumble whose log changed since its last complete run. Both are
 plain functions: ``rumble rank`` and ``rumble batch`` call them, and so does the schedule.
 
-The schedule runs in exactly one process however many gunicorn workers serve: every worker that
-``rumble serve`` starts calls ``start_scheduler``, which tries a non-blocking ``flock`` on
-``<db>.scheduler.lock`` every ELECTION_SECONDS. The worker that gets it keeps the file open for the
-rest of its life and runs the batch rankings, and every MELEE_SWEEP_SECONDS the melee sweep (battles
-whose pairs stopped coming are rated, rumble.ingest.melee.sweep); when it dies the kernel drops its lock, and another
-worker's next attempt takes over.
+The schedule runs in exactly one process: ``rumble serve`` starts ``rumble schedule`` beside its
+workers, which calls ``start_scheduler``; that tries a non-blocking ``flock`` on
+``<db>.scheduler.lock`` every ELECTION_SECONDS, so that of several schedules on one database (two
+servers, or a ``rumble schedule`` run by hand) only one runs. The process that gets the lock keeps
+the file open for the rest of its life and runs the batch rankings, and every MELEE_SWEEP_SECONDS
+the melee sweep (battles whose pairs stopped coming are rated, rumble.ingest.melee.sweep); when it
+dies the kernel drops its lock, and another's next attempt takes over.
 """
 
 from __future__ import annotations

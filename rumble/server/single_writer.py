@@ -3,20 +3,18 @@ work; it applies them in groups, in one transaction per group (rumble.store.grou
 answers each once its group is committed.
 
 Why a process of its own: every upload needs the database's write lock, so the uploads of all
-workers are applied one after the other whatever the number of workers. When a worker applies
-them itself, its other threads (reading and answering HTTP requests) share its interpreter lock
-with the thread holding the write lock, and the other worker waits for that lock: the locked work
-of one upload is stretched by the HTTP work of others, and the two workers mostly take turns.
-Here the locked work runs in a process that does nothing else, on one core, while the workers
-do the HTTP work on the other, and a group gathers the waiting uploads of every worker, not of
-one. It also keeps the one in-memory ratings copy (rumble.ingest.fields) that uploads use, so no copy
-has to be caught up with another worker's battles.
+workers are applied one after the other whatever the number of workers. Here the locked work runs
+in a process that does nothing else, on one core, while the workers do the HTTP work on the
+other, and a group gathers the waiting uploads of every worker. It also keeps the one in-memory
+ratings copy (rumble.ingest.fields) that uploads use, so no copy has to be caught up with another
+worker's battles.
 
 ``rumble serve`` starts it (``Supervisor``, through ``start``) before its workers; each worker
 reaches it through a ``Writer`` (``rumble.web.client`` uses it when the app has one). A work is a
 picklable callable of the connection (a module-level function, maybe in a ``functools.partial``),
-sent with a ``prepare`` callable run outside the write lock first; the answer is the work's result
-or the exception it raised, pickled back. The socket lives in a directory only this user can
+sent with a ``prepare`` callable run outside the write lock first, over the standard library's
+``multiprocessing.connection`` (messages of pickles on a Unix socket); the answer is the work's
+result or the exception it raised. The socket lives in a directory only this user can
 enter, and only the server's own processes connect to it, so what comes through it is trusted like
 the server's own code. Should the process be gone (it ends with the server, or if it crashed), a
 worker applies its uploads itself as before (``run_in_group``): uploads keep flowing, only slower.
@@ -50,28 +48,26 @@ import os
 import pickle
 import resource
 import select
+import selectors
 import shutil
 import signal
 import socket
-import struct
 import sys
 import tempfile
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial, reduce
+from functools import reduce
+from multiprocessing.connection import Client, Connection, wait
 from typing import Any, TypeVar
 
-from rumble.server import main_loop
 from rumble.store import CHECKPOINT_EVERY, Store, checkpoint, connect, keep_temporary_in_memory
 from rumble.store.group_commit import Work, apply_group, run_in_group
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-HEADER = struct.Struct(">I")  # a length: of each message and answer, then of a request's preparation (``request``)
 # The longest a worker waits for the writer's answer to a request: the client gives up after 10 s
 # (its read timeout), so a later answer reaches nobody, while a server error before then tells the
 # client to send the upload again. A hung writer is killed sooner (HUNG_SECONDS) and one that ended
@@ -85,7 +81,6 @@ CHECK_SECONDS = 0.5  # how often the supervisor looks at the heartbeat (a writer
 END_WAIT_SECONDS = 10.0  # the supervisor's longest wait for a writer it signalled to end
 STEADY_SECONDS = 10.0  # a writer that ends sooner than this after its start counts as one that failed to start
 RESTART_DELAY_MAX_SECONDS = 60.0  # after writers that failed to start one after another, the longest wait for the next
-MAX_MESSAGE_BYTES = 1 << 20  # an upload's work is a few hundred bytes; anything larger is not from a worker
 PREFIX = "rumble-writer-"  # the socket directory's name, in the system's temporary directory
 STALE_SECONDS = 60.0  # a socket directory younger than this may be one whose writer is still starting
 BACKLOG = 4096  # connections waiting to be accepted (the kernel caps it at net.core.somaxconn): one per worker thread
@@ -386,14 +381,14 @@ def _serve(
     ready: Callable[[Store], None] | None,
     pulse: Pulse,
 ) -> None:
-    """The writer's loop: read whole requests from every worker's connections, apply all that are
-    waiting as one group, answer each; end when the server that started it is gone."""
+    """The writer's loop: take the requests waiting on every worker's connections, apply them as
+    one group, answer each; end when the server that started it is gone."""
     # Ctrl-C, a terminal's hangup and gunicorn's own signals (reload, reopen logs, add or remove
     # workers: sent to the whole group by some tools) are the server's business; this process ends
     # with the server (or on SIGTERM, from ``stop``).
     for name in ("SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGWINCH", "SIGTTIN", "SIGTTOU"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)
-    _raise_file_limit()  # one connection per worker thread
+    _raise_file_limit()  # one connection per upload a worker has under way
     # Starting (loading the rating code, opening the database, reading the ratings copies) may wait.
     progress = _Progress(busy=True)
     pulse.beat()  # the first, before anything is answered: the supervisor waits longer for it (STARTUP_SECONDS)
@@ -406,19 +401,26 @@ def _serve(
         ready(db)
     checkpoints = _Checkpoints(db_path, synchronous)
     listener.setblocking(False)
-    poller = select.epoll()
-    poller.register(listener.fileno(), select.EPOLLIN)
-    peers: dict[int, _Peer] = {}
+    peers: list[Connection] = []
     progress.busy = False
     while os.getppid() == parent:
         progress.turns += 1
-        waiting: list[tuple[socket.socket, bytes]] = []
-        for fd, _ in poller.poll(TURN_SECONDS):
-            if fd == listener.fileno():  # new connections have usually sent their first request already
-                for peer in _accept(listener, poller, peers):
-                    waiting += _read(peer, poller, peers)
-            elif fd in peers:  # (not if dropped earlier in this round)
-                waiting += _read(peers[fd], poller, peers)
+        waiting: list[tuple[Connection, bytes, Any]] = []
+        readable = wait([listener, *peers], TURN_SECONDS)
+        ready_ones = [conn for conn in peers if conn in readable]
+        if listener in readable:  # new connections have usually sent their first request already
+            accepted = _accept(listener)
+            peers += accepted
+            sent = wait(accepted, 0) if accepted else []
+            ready_ones += [conn for conn in accepted if conn in sent]
+        for ready_one in ready_ones:
+            try:  # a worker sends a whole request at once: it is read without waiting
+                preparation, work = ready_one.recv()
+            except Exception:  # the worker closed it (or sent what it should not): dropped
+                peers.remove(ready_one)
+                ready_one.close()
+                continue
+            waiting.append((ready_one, preparation, work))
         if waiting:
             progress.busy = True  # the group may wait for the write lock as long as another process holds it
             try:
@@ -428,6 +430,21 @@ def _serve(
             if db.commits_since_checkpoint >= CHECKPOINT_EVERY:
                 db.commits_since_checkpoint = 0
                 checkpoints.due.set()
+
+
+def _accept(listener: socket.socket) -> list[Connection]:
+    """Every connection waiting to be accepted, as a ``multiprocessing.connection.Connection``."""
+    found: list[Connection] = []
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except BlockingIOError:
+            return found
+        except OSError:  # out of files, or a connection aborted: the rest wait for the next round
+            log.exception("the writer process could not accept a worker's connection")
+            return found
+        conn.setblocking(True)
+        found.append(Connection(conn.detach()))
 
 
 @dataclass
@@ -465,76 +482,16 @@ def _raise_file_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-@dataclass
-class _Peer:
-    """A worker thread's connection, and what it sent that is not yet a whole request."""
-
-    conn: socket.socket
-    buffer: bytearray
-
-
-def _accept(listener: socket.socket, poller: select.epoll, peers: dict[int, _Peer]) -> list[_Peer]:
-    """Every connection waiting to be accepted (a worker's threads connect when first used)."""
-    found: list[_Peer] = []
-    while True:
-        try:
-            conn, _ = listener.accept()
-        except BlockingIOError:
-            return found
-        except OSError:  # out of files, or a connection aborted: the rest wait for the next round
-            log.exception("the writer process could not accept a worker's connection")
-            return found
-        conn.setblocking(False)
-        poller.register(conn.fileno(), select.EPOLLIN)
-        peers[conn.fileno()] = peer = _Peer(conn, bytearray())
-        found.append(peer)
-
-
-def _read(peer: _Peer, poller: select.epoll, peers: dict[int, _Peer]) -> list[tuple[socket.socket, bytes]]:
-    """The whole requests that have arrived on ``peer``; a closed or misbehaving connection is dropped."""
-    conn, buffer = peer.conn, peer.buffer
-    try:
-        data = conn.recv(65536)
-    except BlockingIOError:
-        return []
-    except OSError:
-        data = b""
-    if not buffer and len(data) > HEADER.size and HEADER.unpack_from(data)[0] == len(data) - HEADER.size:
-        return [(conn, data[HEADER.size :])]  # the usual case: exactly one whole request
-    buffer += data
-    found = [(conn, message) for message in _whole_messages(buffer, MAX_MESSAGE_BYTES)]
-    if not data or (len(buffer) >= HEADER.size and HEADER.unpack_from(buffer)[0] > MAX_MESSAGE_BYTES):
-        poller.unregister(conn.fileno())
-        del peers[conn.fileno()]
-        conn.close()
-    return found
-
-
-def _whole_messages(buffer: bytearray, limit: int | None = None) -> list[bytes]:
-    """Take every whole message (its length, then that many bytes) off the start of ``buffer``; one
-    longer than ``limit`` stays there, for the caller to refuse."""
-    found = []
-    while len(buffer) >= HEADER.size:
-        (size,) = HEADER.unpack_from(buffer)
-        if (limit is not None and size > limit) or len(buffer) < HEADER.size + size:
-            break
-        found.append(bytes(buffer[HEADER.size : HEADER.size + size]))
-        del buffer[: HEADER.size + size]
-    return found
-
-
-def _apply(db: Store, waiting: list[tuple[socket.socket, bytes]]) -> None:
+def _apply(db: Store, waiting: list[tuple[Connection, bytes, Any]]) -> None:
     """Apply the waiting requests as one group and answer each on its connection."""
     works: list[Work] = []
     prepared: set[bytes] = set()
-    for _, message in waiting:
+    for _, preparation, apply in waiting:
         try:
-            (size,) = HEADER.unpack_from(message)
-            prepare, apply = message[HEADER.size : HEADER.size + size], message[HEADER.size + size :]
-            if prepare not in prepared:  # once per group: uploads to one rumble all ask the same
-                pickle.loads(prepare)(db)  # outside the write lock: e.g. reading a rumble's ratings copy
-                prepared.add(prepare)
-            works.append(Work(pickle.loads(apply)))
+            if preparation not in prepared:  # once per group: uploads to one rumble all ask the same
+                pickle.loads(preparation)(db)  # outside the write lock: e.g. reading a rumble's ratings copy
+                prepared.add(preparation)
+            works.append(Work(apply))
         except Exception as error:  # answered as that work's failure; the others go on
             work = Work(_unreachable)
             work.done, work.error = True, error
@@ -543,41 +500,27 @@ def _apply(db: Store, waiting: list[tuple[socket.socket, bytes]]) -> None:
         apply_group(db, [work for work in works if not work.done])
     except Exception:
         log.exception("a group of uploads failed as a whole; each is answered with the error")
-    answers: dict[socket.socket, bytearray] = {}  # one send per connection: its worker is woken once
-    for (conn, _), work in zip(waiting, works, strict=True):
+    for (conn, _, _), work in zip(waiting, works, strict=True):
         if work.error is not None:  # the worker sees the error, without its traceback: it is logged here
             log.error("an upload's transaction failed in the writer process", exc_info=work.error)
-        answers.setdefault(conn, bytearray()).extend(_answer(work))
-    for conn, data in answers.items():
-        _send(conn, data)
+        try:
+            conn.send(_answer(work))  # a few hundred bytes: the socket takes them at once
+        except OSError:  # the worker went away: it applies what it still waits for itself
+            conn.close()
 
 
 def _unreachable(db: Store) -> None:
     raise AssertionError("a work that could not be read is never applied")
 
 
-def _answer(work: Work) -> bytes:
-    """The answer to one request, as sent: its length, then the pickled (ok, result or error)."""
+def _answer(work: Work) -> tuple[bool, Any]:
+    """The answer to one request: (True, its result) or (False, its error), picklable."""
+    answer = (work.error is None, work.result if work.error is None else work.error)
     try:
-        payload = pickle.dumps((work.error is None, work.result if work.error is None else work.error))
+        pickle.dumps(answer)
     except Exception as error:  # an exception that cannot be pickled: say what it was
-        payload = pickle.dumps((False, RuntimeError(f"{type(work.error or error).__name__}: {work.error or error}")))
-    return HEADER.pack(len(payload)) + payload
-
-
-def _send(conn: socket.socket, data: bytearray) -> None:
-    """Send a worker's answers, in the order its requests came."""
-    try:
-        sent = conn.send(data)  # a worker reads its answers at once: they fit the socket's buffer
-        if sent < len(data):  # they did not: wait for the rest, never longer than a worker would
-            conn.settimeout(ANSWER_TIMEOUT_SECONDS)
-            conn.sendall(data[sent:])
-            conn.setblocking(False)
-    except OSError:
-        # The worker went away, or took too long: an answer may be cut, so the connection is shut
-        # (and dropped at its next read); the worker applies what it still waits for itself.
-        with contextlib.suppress(OSError):
-            conn.shutdown(socket.SHUT_RDWR)
+        return False, RuntimeError(f"{type(work.error or error).__name__}: {work.error or error}")
+    return answer
 
 
 class _Checkpoints:
@@ -624,7 +567,8 @@ def yield_cpu_to_writer() -> None:
 
 
 class Writer:
-    """A worker's way to the writer process: one connection per thread, opened when first used.
+    """A worker's way to the writer process: ``multiprocessing.connection`` connections on its Unix
+    socket, one per upload under way, kept for the next once answered.
 
     A request the writer was sent and never answered because it ended (its connection closed:
     killed as hung by the supervisor, or crashed) is applied by the worker itself. That is safe for
@@ -632,25 +576,22 @@ class Writer:
     battle log's unique index on a result's identity (``battles_identity``: rumble, client time,
     uploader, both bots and their figures; migrations/0001_battle_log.sql) makes the second insert
     (it ignores a conflict: rumble.store.battle_log.append_battle) store nothing, and
-    rumble.ingest.apply.apply_battle then changes nothing else: the upload is answered as a repeat."""
+    rumble.ingest.apply.apply_battle then changes nothing else: the upload is answered as a repeat.
+
+    The wait for an answer goes through ``selectors`` (looked up at each call), so that under
+    gunicorn's gevent worker, which patches that module, it suspends only the request's greenlet."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._local = threading.local()
         self._gone_until = 0.0  # monotonic time until which the writer is taken as gone; 0 once reached
-        self._channels: dict[int, Channel] = {}  # by process id: the main thread's channel (``_channel``)
+        self._idle: list[Connection] = []
+        self._pid = os.getpid()
 
     def run(self, db: Store, apply: Callable[[Store], T], prepare: Callable[[Store], Any]) -> T:
         """``apply(connection)`` in a committed write transaction of the writer process; its result,
         or the exception it raised. Without a writer (gone, never reached, or ended before it
-        answered), on ``db`` here.
-
-        In a task of the worker's main thread (rumble.server.main_loop) the request goes on the worker's
-        one ``Channel`` and the task is suspended until its answer arrives; elsewhere it goes on
-        this thread's own connection, and the thread waits in ``recv``."""
-        message = request(apply, prepare)
-        loop = main_loop.current_loop()
-        answer = self._ask_in_task(loop, message) if loop is not None else self._ask_in_thread(message)
+        answered), on ``db`` here."""
+        answer = self._ask((pickle.dumps(prepare), apply))
         if answer is None:  # not applied by the writer, nor will it be: applying it here cannot apply it twice
             prepare(db)
             return run_in_group(db, apply)
@@ -659,92 +600,67 @@ class Writer:
             raise value
         return value
 
-    def _ask_in_task(self, loop: main_loop.Loop, message: bytes) -> tuple[bool, Any] | None:
-        """The writer's answer to ``message``, sent on the main thread's channel; None if it was not
-        sent, or the writer ended before it answered."""
-        channel = self._channel(loop)
-        if channel is None or not channel.send(message):
-            # Not sent: applied here, never by waiting on a connection in the main thread; the
-            # pool's threads serve the next uploads for a while.
-            loop.decline(RETRY_SECONDS)
-            return None
-        ok, value = main_loop.suspend()
-        if not ok and isinstance(value, WriterEnded):
-            return None
-        return ok, value
-
-    def _ask_in_thread(self, message: bytes) -> tuple[bool, Any] | None:
-        """The writer's answer to ``message``, sent on this thread's connection; None if it was not
-        sent, or the writer ended before it answered."""
-        conn = None if time.monotonic() < self._gone_until else self._connection()
+    def _ask(self, message: tuple[bytes, Any]) -> tuple[bool, Any] | None:
+        """The writer's answer to ``message``; None if it was not sent, or the writer ended before it answered."""
+        conn = self._connection()
         if conn is None:
             return None
         try:
-            conn.sendall(message)
+            conn.send(message)
         except OSError:  # not sent whole: the writer applies whole requests only
-            self._drop(conn)
-            return None
+            conn.close()
+            # Its writer ended since this connection was last used, and so did the other idle
+            # ones'; the supervisor has usually put the next writer in its place: one more try.
+            self.close()
+            conn = self._connection()
+            if conn is None:
+                return None
+            try:
+                conn.send(message)
+            except OSError:
+                conn.close()
+                return None
         try:
-            return pickle.loads(_receive(conn))
+            if not _readable(conn, ANSWER_TIMEOUT_SECONDS):
+                raise TimeoutError(f"no answer from the writer process in {ANSWER_TIMEOUT_SECONDS:g} s")
+            answer = conn.recv()
         except (EOFError, ConnectionResetError):
-            self._drop(conn)
+            conn.close()
             log.error(
                 "the writer process at %s ended before it answered; this worker applies the upload itself", self.path
             )
             return None
-        except (OSError, pickle.UnpicklingError) as error:
+        except Exception as error:
             # Sent, and the writer is still there but gave no answer: it may or may not commit it. A
             # server fault, not a refusal: the client sends the battle again, and a stored one is
             # then recognised as a repeat.
-            self._drop(conn)
+            conn.close()
             raise RuntimeError("the writer process did not answer") from error
+        self._idle.append(conn)
+        return answer
 
-    def _channel(self, loop: main_loop.Loop) -> Channel | None:
-        """This process's channel for its main thread's tasks, connected when first needed (None if
-        the writer cannot be reached now)."""
-        channel = self._channels.get(os.getpid())
-        if channel is not None and not channel.broken:
-            return channel
+    def _connection(self) -> Connection | None:
+        """An idle connection to the writer, or a new one (None if the writer cannot be reached now)."""
+        if self._pid != os.getpid():  # a forked child never uses its parent's connections
+            self._idle, self._pid = [], os.getpid()
+        if self._idle:
+            return self._idle.pop()
         if time.monotonic() < self._gone_until:
             return None
         try:
-            channel = Channel(self.path, loop)
+            conn = Client(self.path, "AF_UNIX")
         except OSError as error:
             self._unreachable(error)
             return None
         self._gone_until = 0.0
-        self._channels = {os.getpid(): channel}  # a forked child's copy of its parent's is never used
-        return channel
+        return conn
 
     def close(self) -> None:
-        """Close this thread's connection to the writer process, and this process's channel (the next
-        ``run`` opens another)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and getattr(self._local, "pid", None) == os.getpid():
-            self._drop(conn)
-        channel = self._channels.pop(os.getpid(), None)
-        if channel is not None:
-            channel.close()
-
-    def _connection(self) -> socket.socket | None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and getattr(self._local, "pid", None) == os.getpid():
-            return conn
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        # A blocking socket whose waits the kernel limits (SO_SNDTIMEO, SO_RCVTIMEO: a timed-out call
-        # fails with EAGAIN), not Python's settimeout, which polls before every send and receive.
-        limit = struct.pack("ll", int(ANSWER_TIMEOUT_SECONDS), 0)
-        conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, limit)
-        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, limit)
-        try:
-            conn.connect(self.path)
-        except OSError as error:
-            conn.close()
-            self._unreachable(error)
-            return None
-        self._gone_until = 0.0
-        self._local.conn, self._local.pid = conn, os.getpid()
-        return conn
+        """Close this process's idle connections to the writer process (the next ``run`` opens another)."""
+        idle, self._idle = self._idle, []
+        if self._pid == os.getpid():
+            for conn in idle:
+                conn.close()
 
     def _unreachable(self, error: OSError) -> None:
         """A connection to the writer failed with ``error``: if no writer listens, it is taken as gone
@@ -760,145 +676,9 @@ class Writer:
                 )
             self._gone_until = time.monotonic() + RETRY_SECONDS
 
-    def _drop(self, conn: socket.socket) -> None:
-        conn.close()
-        self._local.conn = None
 
-
-class WriterEnded(RuntimeError):
-    """The writer process closed a connection with requests on it unanswered: it ended (or dropped
-    a worker that took too long to read its answers), and will apply none of them any more."""
-
-
-def request(apply: Callable[[Store], Any], prepare: Callable[[Store], Any]) -> bytes:
-    """What a worker sends the writer process for ``Writer.run(db, apply, prepare)``: the length of
-    the rest, the length of the preparation's pickle, that pickle, then the work's (the writer
-    compares preparations by their pickles and runs equal ones once per group)."""
-    preparation, work = pickle.dumps(prepare), pickle.dumps(apply)
-    return HEADER.pack(HEADER.size + len(preparation) + len(work)) + HEADER.pack(len(preparation)) + preparation + work
-
-
-def _receive(conn: socket.socket) -> bytes:
-    """One answer's pickle (it usually arrives in one piece: one receive)."""
-    data = bytearray()
-    while len(data) < HEADER.size or len(data) < HEADER.size + HEADER.unpack_from(data)[0]:
-        chunk = conn.recv(65536)
-        if not chunk:
-            raise EOFError("the writer process closed the connection")
-        data += chunk
-    return bytes(data[HEADER.size :])
-
-
-class Channel:
-    """A worker's connection to the writer process for the tasks of its main thread (rumble.server.main_loop):
-    requests of many tasks on one non-blocking socket, answered by the writer in the order sent, each
-    resumes the task that sent it. Should the writer end, every task waiting on it is resumed with
-    ``WriterEnded`` (and applies its upload itself); should it not answer within
-    ANSWER_TIMEOUT_SECONDS, with a server fault (the client sends its upload again). Either way the
-    channel is closed; the next upload opens another."""
-
-    def __init__(self, path: str, loop: main_loop.Loop) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        try:
-            sock.connect(path)  # a Unix socket connects at once, or fails (EAGAIN: the writer's backlog is full)
-        except OSError:
-            sock.close()
-            raise
-        self.sock, self.loop, self.broken, self.path = sock, loop, False, path
-        self.waiting: deque[tuple[Any, float]] = deque()  # (task, monotonic time sent), in the order sent
-        self.unsent = bytearray()  # what the socket did not take yet
-        self.received = bytearray()  # the start of an answer not yet whole
-        loop.watch(sock, self._ready, False)
-        loop.every_turn(self._check)
-
-    def send(self, data: bytes) -> bool:
-        """Send the calling task's request; False if the channel failed before any of it was sent
-        (then it cannot have been applied, and the caller may apply it another way)."""
-        if self.broken:
-            return False
-        if not self.unsent:
-            try:
-                sent = self.sock.send(data)
-            except BlockingIOError:
-                sent = 0
-            except OSError as error:
-                self._fail(error)
-                return False
-            data = data[sent:]
-        self.waiting.append((main_loop.current_task(), time.monotonic()))
-        if data:
-            self.unsent += data
-            self.loop.watch(self.sock, self._ready, True)
-        return True
-
-    def _ready(self) -> None:
-        """In the loop: send what is left to send, read the answers that arrived and resume their tasks."""
-        if self.broken:
-            return
-        try:
-            if self.unsent:
-                with contextlib.suppress(BlockingIOError, InterruptedError):  # not writable yet: still read
-                    del self.unsent[: self.sock.send(self.unsent)]
-                if not self.unsent:
-                    self.loop.watch(self.sock, self._ready, False)
-            data = self.sock.recv(65536)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as error:
-            self._fail(error)
-            return
-        if not data:
-            self._fail(EOFError("the writer process closed the connection"))
-            return
-        self.received += data
-        for answer in _whole_messages(self.received):
-            if not self.waiting:
-                self._fail(RuntimeError("the writer process answered a request it was not sent"))
-                return
-            task, _ = self.waiting.popleft()
-            try:
-                value = pickle.loads(answer)
-            except Exception as error:
-                value = (False, RuntimeError(f"the writer process's answer could not be read: {error}"))
-            task.switch(value)
-
-    def _check(self, now: float) -> bool:
-        """In the loop, every turn: an answer waited for longer than ANSWER_TIMEOUT_SECONDS fails the
-        channel. False once the channel is closed (the loop then stops calling it)."""
-        if self.waiting and now - self.waiting[0][1] > ANSWER_TIMEOUT_SECONDS:
-            self._fail(TimeoutError(f"no answer from the writer process in {ANSWER_TIMEOUT_SECONDS:g} s"))
-        return not self.broken
-
-    def close(self) -> None:
-        """Close the channel; a task still waiting on it is resumed with an error."""
-        self._fail(ConnectionAbortedError("the channel was closed"), quietly=True)
-
-    def _fail(self, error: BaseException, quietly: bool = False) -> None:
-        """Close the channel; every waiting task is resumed (at the loop's next turn) with the error:
-        ``WriterEnded`` if the writer closed its side (``Writer.run`` then applies it here), else a
-        server fault."""
-        if self.broken:
-            return
-        self.broken = True
-        self.loop.unwatch(self.sock)
-        self.sock.close()
-        waiting, self.waiting = list(self.waiting), deque()
-        failure: RuntimeError
-        if isinstance(error, (EOFError, ConnectionResetError, BrokenPipeError)):
-            failure = WriterEnded("the writer process ended before it answered")
-            log.error(
-                "the writer process at %s closed its connection (%r)%s",
-                self.path,
-                error,
-                f"; this worker applies the {len(waiting)} uploads it left unanswered itself" if waiting else "",
-            )
-        else:
-            failure = RuntimeError("the writer process did not answer")
-            if waiting or not quietly:
-                log.error(
-                    "the connection to the writer process failed with %d uploads waiting: %r", len(waiting), error
-                )
-        failure.__cause__ = error
-        for task, _ in waiting:
-            self.loop.soon(partial(task.switch, (False, failure)))
+def _readable(conn: Connection, timeout: float) -> bool:
+    """Whether ``conn`` has something to read (an answer, or its end) within ``timeout`` seconds."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(conn.fileno(), selectors.EVENT_READ)
+        return bool(selector.select(timeout))

@@ -1,7 +1,9 @@
 """The web layer: thin views that read the request, call the store or ingest, and render.
 
-``get_db()`` gives each worker process (and thread) one long-lived connection: opening SQLite
-per request would cost more than the upload itself.
+``get_db()`` gives each worker process one long-lived connection per operating-system thread:
+opening SQLite per request would cost more than the upload itself. Under ``rumble serve``'s gevent
+worker every request of a worker runs in one thread (as a greenlet) and shares it; SQLite calls
+never yield to another greenlet, so none of them sees another's transaction half done.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from flask import current_app
 from rumble import store
 from rumble.clock import Clock
 
-_local = threading.local()
+# (process, operating-system thread) -> (database file, its connection). Keyed by the thread's
+# native id, which gevent's patching leaves as it is, not by a thread-local (a greenlet-local there).
+_connections: dict[tuple[int, int], tuple[str, store.Store]] = {}
 
 
 def get_db() -> store.Store:
@@ -25,13 +29,16 @@ def get_db() -> store.Store:
 
 def thread_db(settings: dict) -> store.Store:
     """This thread's connection to the database of ``settings`` (an app's): ``get_db`` outside a request context."""
-    path = settings["DB"]
-    db = getattr(_local, "db", None)
-    if db is None or _local.pid != os.getpid() or _local.path != path:
-        if db is not None and _local.pid == os.getpid():
-            db.close()
-        db = store.connect(path, settings["SYNCHRONOUS"], migrate=False, autocheckpoint=False)
-        _local.db, _local.pid, _local.path = db, os.getpid(), path
+    key, path = (os.getpid(), threading.get_native_id()), settings["DB"]
+    found = _connections.get(key)
+    if found is not None and found[0] == path:
+        return found[1]
+    if not any(pid == key[0] for pid, _ in _connections):  # a forked child: its parent's are not its own
+        _connections.clear()
+    elif found is not None:  # another database (tests): that one is closed
+        found[1].close()
+    db = store.connect(path, settings["SYNCHRONOUS"], migrate=False, autocheckpoint=False)
+    _connections[key] = (path, db)
     return db
 
 
@@ -47,10 +54,9 @@ def now() -> datetime:
 
 def close_thread_db() -> None:
     """Close this thread's connection (tests that delete their database file call it)."""
-    db = getattr(_local, "db", None)
-    if db is not None and _local.pid == os.getpid():
-        db.close()
-    _local.db = None
+    found = _connections.pop((os.getpid(), threading.get_native_id()), None)
+    if found is not None:
+        found[1].close()
 
 
 def preload_fields(app) -> None:

@@ -10,9 +10,9 @@ A WSGI middleware around the whole app sorts each request by its path:
 Per process (one gunicorn worker), at most ``pages`` page and export requests are served at once,
 and of those at most ``exports`` exports; a request over either bound is answered at once with
 503 and ``Retry-After``, without reaching the app. A slot is held until the response has been
-sent in full (its iterable closed), so a streamed export keeps its slot while it streams. With
-THREADS threads per worker, THREADS − PAGE_REQUESTS of them are always left to the client's
-endpoints (see rumble/server/serving.py for the connections that have not sent a whole request yet).
+sent in full (its iterable closed), so a streamed export keeps its slot while it streams. Under
+``rumble serve`` these requests run in a pool of threads a few larger than PAGE_REQUESTS
+(rumble/server/serving.py), so that the ones over the bound are answered 503 at once.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 
-CLIENT_PATHS = frozenset({"/UploadedResults", "/RatingsFile", "/RemoveOldParticipant"})
+from rumble.protocol import CLIENT_PATHS
+
 RETRY_AFTER_SECONDS = 5
 
 

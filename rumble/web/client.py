@@ -30,7 +30,6 @@ from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.upload import decode_body, split_fields
 from rumble.rankings import uploader_trust
-from rumble.server.main_loop import current_loop
 from rumble.store import Store, battle_log, bots, removals, tables, trust
 from rumble.store.group_commit import run_in_group
 from rumble.store.rumbles import known_rumble_id, rumble_id
@@ -114,7 +113,7 @@ class UploadFront:
         # The headers werkzeug's Response gives a text/plain body, without building one: its
         # request and response objects cost a worker about as much CPU as the rest of the upload.
         start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(answer)))])
-        return ClosingIterator([answer], partial(_after_answer, counts_for(settings["DB"]), db, settings))
+        return ClosingIterator([answer], partial(_after_answer, counts_for(settings["DB"]), db))
 
     def _decided(self, outcome: UploadOutcome, started: float) -> None:
         """Count ``outcome`` and its server time for /RumbleStats and send it to ``upload_decided``'s listeners."""
@@ -123,20 +122,10 @@ class UploadFront:
         upload_decided.send(self.app, outcome=outcome)
 
 
-def _after_answer(counts: Counts, db: Store, settings: dict) -> None:
-    """Once the answer is on its way: the WAL checkpoint and the upload counts, each when due. In
-    the worker's main thread (rumble.server.main_loop), which must not wait for the write lock, a pool
-    thread adds the counts."""
+def _after_answer(counts: Counts, db: Store) -> None:
+    """Once the answer is on its way: the WAL checkpoint and the upload counts, each when due."""
     store.checkpoint_if_due(db)
-    loop = current_loop()
-    if loop is None:
-        flush_quietly(counts, db)
-    elif counts.due():
-        loop.in_thread(partial(_flush_in_thread, counts, settings))
-
-
-def _flush_in_thread(counts: Counts, settings: dict) -> None:
-    flush_quietly(counts, thread_db(settings))
+    flush_quietly(counts, db)
 
 
 def _receive(environ: dict, db: Store, moment: datetime, settings: dict, extensions: dict) -> UploadOutcome:

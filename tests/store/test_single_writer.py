@@ -9,7 +9,6 @@ import contextlib
 import fcntl
 import os
 import pickle
-import selectors
 import signal
 import socket
 import subprocess
@@ -17,13 +16,13 @@ import sys
 import threading
 import time
 from functools import partial
+from multiprocessing.connection import Client
 from pathlib import Path
 
 import pytest
 
 from rumble import store
-from rumble.server import main_loop, single_writer
-from rumble.server.main_loop import Task
+from rumble.server import single_writer
 from rumble.store import admin_settings, group_commit
 from rumble.store.group_commit import Work
 from tests.e2e.test_group_commit import _commits  # transactions counted in the WAL file
@@ -132,82 +131,61 @@ def test_a_failing_work_raises_its_own_error_here_and_leaves_nothing(writer, ope
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="lists open files through Linux's /proc")
-def _answers(conn: socket.socket, count: int) -> list:
-    """``count`` answers of the writer process: each its length (4 bytes, big-endian), then a pickle of (ok, value)."""
-    data, found = b"", []
-    while len(found) < count:
-        chunk = conn.recv(65536)
-        assert chunk, "the writer process closed the connection"
-        data += chunk
-        while len(data) >= 4 and len(data) >= 4 + int.from_bytes(data[:4], "big"):
-            size = int.from_bytes(data[:4], "big")
-            found.append(pickle.loads(data[4 : 4 + size]))
-            data = data[4 + size :]
-    return found
-
-
-def test_requests_split_across_receives_or_sent_together_are_each_applied_and_answered(writer):
-    """The writer reads a request that arrives in pieces, and several that arrive in one piece,
-    as well as the usual one request per receive; each gets its own answer, in order."""
+def test_requests_on_one_connection_are_each_applied_and_answered_in_order(writer):
+    """A worker's connection (``multiprocessing.connection``) carries one request after another,
+    each its own answer; a request that fails is answered with its exception, the next goes on."""
     path, started = writer
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn.settimeout(30)
-    conn.connect(started.path)
+    conn = Client(started.path, "AF_UNIX")
     try:
-        one = single_writer.request(partial(_put, "split", 1), _nothing)
-        for start in range(0, len(one), 7):  # 7 bytes at a time, the length itself cut in two
-            conn.sendall(one[start : start + 7])
-            time.sleep(0.002)
-        assert _answers(conn, 1) == [(True, started.pid)]
-        conn.sendall(b"".join(single_writer.request(partial(_put, f"together{k}", k), _nothing) for k in range(3)))
-        assert _answers(conn, 3) == [(True, started.pid)] * 3
-        conn.sendall(single_writer.request(partial(_put, "alone", 9), _nothing))
-        assert _answers(conn, 1) == [(True, started.pid)]
+        for k, work in enumerate(
+            [partial(_put, "one", 1), partial(_fail_after_writing, "two"), partial(_put, "three", 3)]
+        ):
+            conn.send((pickle.dumps(_nothing), work))
+            ok, value = conn.recv()
+            if k == 1:
+                assert not ok and isinstance(value, ValueError) and str(value) == "no two for you"
+            else:
+                assert (ok, value) == (True, started.pid)
     finally:
         conn.close()
-    assert _settings(path) == {"split": 1, "together0": 0, "together1": 1, "together2": 2, "alone": 9}
+    assert _settings(path) == {"one": 1, "three": 3}
 
 
 class _Sent:
     """A worker's connection as the writer sees it, keeping what each ``send`` was given."""
 
     def __init__(self) -> None:
-        self.sends: list[bytes] = []
+        self.sends: list = []
 
-    def send(self, data) -> int:
-        self.sends.append(bytes(data))
-        return len(data)
+    def send(self, answer) -> None:
+        self.sends.append(answer)
 
 
-def test_a_groups_answers_go_to_each_worker_in_one_send_in_the_order_of_its_requests(tmp_path):
-    """Five requests from two workers' connections, applied as one group (one of them failing):
-    each connection gets one send holding its own answers in the order it sent the requests,
-    so a worker is woken once per group, not once per upload."""
+def test_a_groups_answers_go_to_each_request_one_failing_alone(tmp_path):
+    """Five requests applied as one group, one of them failing: each connection gets its own
+    answer, and only the failing work is rolled back."""
     path = tmp_path / "rumble.db"
     store.connect(path).close()
     db = single_writer.open_database(path, "NORMAL")
-    first, second = _Sent(), _Sent()
     works = [
-        (first, partial(_put, "a0", 0)),
-        (second, partial(_put, "b0", 10)),
-        (first, partial(_fail_after_writing, "a1")),
-        (first, partial(_put, "a2", 2)),
-        (second, partial(_put, "b1", 11)),
+        partial(_put, "a0", 0),
+        partial(_put, "b0", 10),
+        partial(_fail_after_writing, "a1"),
+        partial(_put, "a2", 2),
+        partial(_put, "b1", 11),
     ]
+    conns = [_Sent() for _ in works]
     try:
         single_writer._apply(  # what the writer's loop does with the requests of one round
-            db, [(conn, single_writer.request(work, _nothing)[single_writer.HEADER.size :]) for conn, work in works]
+            db, [(conn, pickle.dumps(_nothing), work) for conn, work in zip(conns, works, strict=True)]
         )
     finally:
         db.close()
-    assert len(first.sends) == 1 and len(second.sends) == 1
-    first_answers = single_writer._whole_messages(bytearray(first.sends[0]))
-    second_answers = [pickle.loads(answer) for answer in single_writer._whole_messages(bytearray(second.sends[0]))]
-    assert len(first_answers) == 3
-    (ok0, pid0), (ok1, error), (ok2, pid2) = (pickle.loads(answer) for answer in first_answers)
-    assert (ok0, ok1, ok2) == (True, False, True) and pid0 == pid2 == os.getpid()
-    assert isinstance(error, ValueError) and str(error) == "no a1 for you"
-    assert second_answers == [(True, os.getpid())] * 2
+    answers = [conn.sends for conn in conns]
+    assert [len(sent) for sent in answers] == [1] * 5
+    (ok, error) = answers[2][0]
+    assert not ok and isinstance(error, ValueError) and str(error) == "no a1 for you"
+    assert [answers[k][0] for k in (0, 1, 3, 4)] == [(True, os.getpid())] * 4
     assert _settings(path) == {"a0": 0, "a2": 2, "b0": 10, "b1": 11}  # the failing one alone rolled back
 
 
@@ -340,109 +318,57 @@ def test_socket_directories_left_by_killed_writers_are_removed_and_live_ones_kep
     ]
 
 
-class _Loop:
-    """A loop for tasks (rumble.server.main_loop.Loop), as a worker's main thread runs one: a poller, calls
-    for its next turn, checks at every turn. ``run_until`` turns it until a condition holds."""
-
-    def __init__(self) -> None:
-        self.poller = selectors.DefaultSelector()
-        self.next_turn: list = []
-        self.turns: list = []
-        self.declined = 0.0
-
-    def watch(self, sock, ready, writing) -> None:
-        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if writing else 0)
-        try:
-            self.poller.modify(sock, events, ready)
-        except KeyError:
-            self.poller.register(sock, events, ready)
-
-    def unwatch(self, sock) -> None:
-        self.poller.unregister(sock)
-
-    def soon(self, call) -> None:
-        self.next_turn.append(call)
-
-    def in_thread(self, call) -> None:
-        threading.Thread(target=call).start()
-
-    def every_turn(self, call) -> None:
-        self.turns.append(call)
-
-    def decline(self, seconds: float) -> None:
-        self.declined = seconds
-
-    def run_until(self, done, seconds: float = 30.0) -> None:
-        deadline = time.monotonic() + seconds
-        while not done():
-            assert time.monotonic() < deadline, "the tasks were not resumed in time"
-            for key, _ in self.poller.select(0.05):
-                key.data()
-            calls, self.next_turn = self.next_turn, []
-            for call in calls:
-                call()
-            self.turns = [call for call in self.turns if call(time.monotonic())]
-
-
-def _in_task(loop: _Loop, results: dict, key, call) -> None:
-    """Start ``call()`` as a task of ``loop``; its result, or the exception it raised, goes to ``results[key]``."""
-
-    def run() -> None:
-        try:
-            results[key] = call()
-        except Exception as error:
-            results[key] = error
-
-    Task(run, loop).switch()
-
-
 def _sleep_then_put(name: str, db: store.Store) -> int:
     time.sleep(1.0)
     return _put(name, 1, db)
 
 
-def test_tasks_share_one_channel_and_each_is_resumed_with_its_own_answer(writer, open_writer):
-    """Main-thread tasks (rumble.server.main_loop) send their works on one connection, all in flight at
-    once, and each is resumed with its own result or exception, as the thread's own ``run`` gives."""
+def test_works_in_flight_at_once_are_each_answered_with_their_own_result(writer, open_writer):
+    """Eight threads of one worker send their works at once, each on a connection of its own
+    (kept for the next work once answered), and each gets its own result or exception."""
     path, started = writer
-    db = store.connect(path, migrate=False)
-    to_writer, loop, results = open_writer(started.path), _Loop(), {}
-    for k in range(5):
-        work = partial(_fail_after_writing, "bad") if k == 2 else partial(_put, f"task{k}", k)
-        _in_task(loop, results, k, partial(to_writer.run, db, work, _nothing))
-    channel = to_writer._channels[os.getpid()]
-    assert results == {} and len(channel.waiting) == 5  # all five sent, none answered yet: every task is suspended
-    loop.run_until(lambda: len(results) == 5)
-    db.close()
+    to_writer, results = open_writer(started.path), {}
+
+    def one(k: int) -> None:
+        db = store.connect(path, migrate=False)
+        work = partial(_fail_after_writing, "bad") if k == 2 else partial(_put, f"w{k}", k)
+        try:
+            results[k] = to_writer.run(db, work, _nothing)
+        except ValueError as error:
+            results[k] = error
+        finally:
+            db.close()
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
     failed = results.pop(2)
     assert isinstance(failed, ValueError) and str(failed) == "no bad for you"
-    assert results == {k: started.pid for k in (0, 1, 3, 4)}
-    assert _settings(path) == {"task0": 0, "task1": 1, "task3": 3, "task4": 4}
-    assert not channel.waiting and loop.declined == 0.0
+    assert results == {k: started.pid for k in (0, 1, 3, 4, 5, 6, 7)}
+    assert _settings(path) == {f"w{k}": k for k in (0, 1, 3, 4, 5, 6, 7)}
+    assert 1 <= len(to_writer._idle) <= 8  # the connections are kept for the next works
 
 
-def test_tasks_waiting_when_the_writer_dies_are_applied_here_and_so_are_later_ones(writer, open_writer):
-    """The writer ends (killed) with two tasks' works unanswered: its connection closes, and each is
-    applied here. The slow one was inside the writer's transaction, which ended with the process:
-    it is stored once, by this process."""
-    path, started = writer
-    db = store.connect(path, migrate=False)
-    to_writer, loop, results = open_writer(started.path), _Loop(), {}
-    _in_task(loop, results, "slow", partial(to_writer.run, db, partial(_sleep_then_put, "slow"), _nothing))
-    _in_task(loop, results, "next", partial(to_writer.run, db, partial(_put, "next", 2), _nothing))
-    time.sleep(0.3)  # the writer is inside the slow work
-    os.kill(started.pid, signal.SIGKILL)
-    os.waitpid(started.pid, 0)  # gone, with its listening socket
-    loop.run_until(lambda: len(results) == 2)
-    assert results == {"slow": os.getpid(), "next": os.getpid()}
-    assert loop.declined == 0.0  # they had been sent: nothing says the writer cannot be reached
-    # Nobody listens any more: the next task's work is applied in place, and the loop told to serve
-    # uploads in its threads for a while (their own connections find the writer gone too).
-    _in_task(loop, results, "after", partial(to_writer.run, db, partial(_put, "after", 3), _nothing))
-    db.close()
-    assert results["after"] == os.getpid()
-    assert loop.declined == single_writer.RETRY_SECONDS
-    assert _settings(path) == {"slow": 1, "next": 2, "after": 3}
+def test_an_idle_connection_to_a_writer_that_ended_is_replaced_by_a_new_one(tmp_path, open_writer):
+    """A worker keeps its connections between uploads; when their writer ends and the next one
+    listens on the same path, the next work goes to the new writer, not to this process."""
+    path = tmp_path / "rumble.db"
+    db = store.connect(path)
+    first = single_writer.start(str(path), "NORMAL")
+    to_writer = open_writer(first.path)
+    try:
+        assert to_writer.run(db, _pid, _nothing) == first.pid
+        os.kill(first.pid, signal.SIGKILL)
+        os.waitpid(first.pid, 0)
+        second = single_writer.start(str(path), "NORMAL", path=first.path)
+        try:
+            assert to_writer.run(db, _pid, _nothing) == second.pid
+        finally:
+            single_writer.stop(second)
+    finally:
+        db.close()
 
 
 def _kill_after(seconds: float, pid: int) -> None:
@@ -450,7 +376,9 @@ def _kill_after(seconds: float, pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
 
 
-def test_a_threads_request_left_unanswered_by_a_writer_that_ends_is_applied_here(writer, open_writer):
+def test_a_request_left_unanswered_by_a_writer_that_ends_is_applied_here(writer, open_writer):
+    """The writer ends (killed) inside a work: its transaction ends with the process, and the work
+    is applied here, once; with nobody listening any more, the next work is applied here too."""
     path, started = writer
     db = store.connect(path, migrate=False)
     to_writer = open_writer(started.path)
@@ -458,74 +386,29 @@ def test_a_threads_request_left_unanswered_by_a_writer_that_ends_is_applied_here
     killer.start()
     try:
         assert to_writer.run(db, partial(_sleep_then_put, "slow"), _nothing) == os.getpid()
+        os.waitpid(started.pid, 0)  # gone, with its listening socket
+        assert to_writer.run(db, partial(_put, "after", 3), _nothing) == os.getpid()
     finally:
         killer.join()
         db.close()
-    assert _settings(path) == {"slow": 1}
+    assert _settings(path) == {"slow": 1, "after": 3}
 
 
-def test_a_task_waiting_longer_than_the_answer_timeout_gets_an_error(writer, open_writer, monkeypatch):
+def test_a_work_waiting_longer_than_the_answer_timeout_gets_an_error(writer, open_writer, monkeypatch):
     path, started = writer
     monkeypatch.setattr(single_writer, "ANSWER_TIMEOUT_SECONDS", 0.3)
     db = store.connect(path, migrate=False)
-    to_writer, loop, results = open_writer(started.path), _Loop(), {}
-    _in_task(loop, results, "slow", partial(to_writer.run, db, partial(_sleep_then_put, "slow"), _nothing))
-    loop.run_until(lambda: len(results) == 1)
-    db.close()
-    assert isinstance(results["slow"], RuntimeError) and str(results["slow"]) == "the writer process did not answer"
-    assert isinstance(results["slow"].__cause__, TimeoutError)
-    assert loop.turns == []  # the closed channel is no longer checked
-
-
-def test_a_channel_keeps_what_the_socket_did_not_take_and_sends_it_in_order(tmp_path):
-    """A stand-in writer that reads nothing at first: the tasks' requests fill the socket, the rest
-    waits in the channel (the task is not held up); once it reads, it gets every request whole and
-    in order, and its answers, sent back in that order, resume each task with its own."""
-    path = str(tmp_path / "w.sock")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(1)
-    loop, results = _Loop(), {}
-    channel = single_writer.Channel(path, loop)
-    payload = "x" * 50_000
-    requests_ = [single_writer.request(partial(_put, f"{k}{payload}", k), _nothing) for k in range(40)]
-
-    def send(k: int) -> int:
-        assert channel.send(requests_[k])
-        return main_loop.suspend()
-
+    to_writer = open_writer(started.path)
     try:
-        for k in range(40):
-            _in_task(loop, results, k, partial(send, k))
-        assert channel.unsent and len(channel.waiting) == 40  # ~2 MB: more than the socket holds
-        writer_side, _ = listener.accept()
-        with writer_side:
-            writer_side.settimeout(30)
-            expected, received = b"".join(requests_), bytearray()
-            reader = threading.Thread(target=lambda: _read_exactly(writer_side, len(expected), received))
-            reader.start()
-            loop.run_until(lambda: not channel.unsent)
-            reader.join(timeout=30)
-            assert bytes(received) == expected
-            for k in range(40):
-                answer = pickle.dumps(k * 10)
-                writer_side.sendall(single_writer.HEADER.pack(len(answer)) + answer)
-            loop.run_until(lambda: len(results) == 40)
-        assert results == {k: k * 10 for k in range(40)}
+        with pytest.raises(RuntimeError) as raised:
+            to_writer.run(db, partial(_sleep_then_put, "slow"), _nothing)
     finally:
-        channel.close()
-        listener.close()
+        db.close()
+    assert str(raised.value) == "the writer process did not answer"
+    assert isinstance(raised.value.__cause__, TimeoutError)
+    assert to_writer._idle == []  # the connection that gave no answer is not used again
 
 
-def _read_exactly(sock: socket.socket, size: int, into: bytearray) -> None:
-    while len(into) < size:
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            return
-        into += chunk
-
-
-@pytest.mark.skipif(not hasattr(os, "sched_setscheduler"), reason="SCHED_BATCH is Linux's")
 def test_a_worker_yields_to_the_writer_by_scheduling_class_not_by_nice():
     """A worker runs under SCHED_BATCH (a woken worker does not preempt the running writer) and
     keeps its nice value: a nice of 5 as well cost uploads (single_writer.yield_cpu_to_writer).
@@ -561,25 +444,22 @@ def _replaced(supervisor: single_writer.Supervisor, old: int) -> int:
 
 
 def test_a_stopped_writer_is_killed_and_replaced_and_what_it_left_unanswered_is_applied_here(supervised, open_writer):
-    """SIGSTOP of the writer with a task's work sent to it: its heartbeat stops, the supervisor
-    kills it and starts another on the same socket path; the task, its work unanswered, applies it
-    here (the stopped writer never committed it), and the next task's work goes to the new writer."""
+    """SIGSTOP of the writer with a work sent to it: its heartbeat stops, the supervisor kills it
+    and starts another on the same socket path; the work, unanswered, is applied here (the stopped
+    writer never committed it), and the next work goes to the new writer."""
     path, supervisor = supervised
     old = supervisor.started.pid
     db = store.connect(path, migrate=False)
-    to_writer, loop, results = open_writer(supervisor.path), _Loop(), {}
-    _in_task(loop, results, "before", partial(to_writer.run, db, partial(_put, "before", 1), _nothing))
-    loop.run_until(lambda: "before" in results)
+    to_writer, results = open_writer(supervisor.path), {}
+    results["before"] = to_writer.run(db, partial(_put, "before", 1), _nothing)
     os.kill(old, signal.SIGSTOP)
     try:
-        _in_task(loop, results, "stuck", partial(to_writer.run, db, partial(_put, "stuck", 2), _nothing))
-        loop.run_until(lambda: "stuck" in results)
+        results["stuck"] = to_writer.run(db, partial(_put, "stuck", 2), _nothing)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(old, signal.SIGCONT)
     new = _replaced(supervisor, old)
-    _in_task(loop, results, "after", partial(to_writer.run, db, partial(_put, "after", 3), _nothing))
-    loop.run_until(lambda: "after" in results)
+    results["after"] = to_writer.run(db, partial(_put, "after", 3), _nothing)
     db.close()
     assert results == {"before": old, "stuck": os.getpid(), "after": new}
     assert not _alive(old) and _alive(new) and supervisor.started.path == supervisor.path

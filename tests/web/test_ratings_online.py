@@ -145,7 +145,7 @@ def test_two_workers_and_a_rebuild_agree_bit_for_bit(tmp_path, monkeypatch, cloc
 
 
 def test_threads_of_one_worker_share_one_copy_and_agree_with_a_rebuild(tmp_path, monkeypatch):
-    """Eight threads of one process (gunicorn's gthread worker) upload at once, each on its own
+    """Eight threads of one process upload at once, each on its own
     connection: they read the rumble into memory once between them, and the ratings they leave are
     those a rebuild computes from the log, bit for bit."""
     config = {"DB": str(tmp_path / "t.db")}
