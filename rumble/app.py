@@ -28,7 +28,7 @@ def create_app(config: dict[str, Any] | None = None, preload_fields: bool = Fals
     app.extensions["rumble.rumbles"] = rumbles
     prepare_database(values, rumbles)
 
-    from rumble.web import admin, api, body, bot_pages, client, feed, pages, plots, search
+    from rumble.web import admin, api, body, bot_pages, client, feed, health, pages, plots, search
     from rumble.web.lookup import NotFound, failure
 
     app.wsgi_app = body.guard_input(app.wsgi_app)  # type: ignore[method-assign]  # a body that cannot be read is a 400, never a 500
@@ -42,6 +42,7 @@ def create_app(config: dict[str, Any] | None = None, preload_fields: bool = Fals
     app.register_blueprint(admin.bp)  # with admin.uploaders nested in it (rumble/web/admin_uploaders.py)
     app.register_blueprint(feed.bp)  # /feed, the Atom feed of ladder events
     app.register_blueprint(search.bp)  # /api/v1/rumbles/<game>/search: bots by the start of their name
+    app.register_blueprint(health.bp)  # /healthz and /metrics, for operators' monitors
     wrap_wsgi(app, values)
     if preload_fields:
         from rumble.web import preload_fields as preload

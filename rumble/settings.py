@@ -28,6 +28,29 @@ def _csv(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
+def _networks(value: str) -> tuple[str, ...]:
+    """Comma-separated addresses or networks (``192.0.2.7``, ``10.0.0.0/8``, ``::1``), each checked."""
+    import ipaddress
+
+    found = []
+    for part in _csv(value):
+        try:
+            found.append(str(ipaddress.ip_network(part, strict=False)))
+        except ValueError:
+            raise ValueError(f"{part!r} is not an IP address or network (such as 192.0.2.7 or 10.0.0.0/8)") from None
+    return tuple(found)
+
+
+def _sha256_hex(value: str) -> str | None:
+    """A SHA-256 digest written as 64 hexadecimal digits (as ``sha256sum`` prints it), or None when empty."""
+    digest = value.strip().lower()
+    if not digest:
+        return None
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ValueError("not a SHA-256 digest: 64 hexadecimal digits, as sha256sum prints them")
+    return digest
+
+
 def default_db_path(environ: Mapping[str, str] | None = None) -> Path:
     """The database file used when neither --db nor RUMBLE_DB names one (XDG data directory)."""
     env: Mapping[str, str] = os.environ if environ is None else environ
@@ -199,6 +222,18 @@ SETTINGS = (
         5.0,
         "A rumble's uploader-consistency table (it reads the whole log) is kept per worker and served until its rumble has changed and it is this old (0: recomputed after any change).",
         float,
+    ),
+    Setting(
+        "METRICS_ADDRESSES",
+        (),
+        "Comma-separated addresses or networks (192.0.2.7, 10.0.0.0/8) whose requests /metrics answers; others get 403 (empty: every address).",
+        _networks,
+    ),
+    Setting(
+        "METRICS_TOKEN_SHA256",
+        None,
+        "SHA-256 (hex, as sha256sum prints it) of the bearer token /metrics requires (Authorization: Bearer <token>); unset: no token.",
+        _sha256_hex,
     ),
 )
 

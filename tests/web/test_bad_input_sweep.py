@@ -33,6 +33,8 @@ PARAMS = {
     "pages.rankings": (*bad_input.PARAMS["pages.rankings"], "columns", "prefix"),
     "pages.robots": (),
     "search.api_search": ("prefix", "limit"),
+    "health.healthz": ("max_age_minutes", "game"),
+    "health.metrics": (),
 }
 KNOWN = sorted({name for names in PARAMS.values() for name in names} | set(VALID))
 
