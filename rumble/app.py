@@ -42,6 +42,9 @@ def create_app(config: dict[str, Any] | None = None, preload_fields: bool = Fals
     app.register_blueprint(admin.bp)  # with admin.uploaders nested in it (rumble/web/admin_uploaders.py)
     app.register_blueprint(feed.bp)  # /feed, the Atom feed of ladder events
     app.register_blueprint(search.bp)  # /api/v1/rumbles/<game>/search: bots by the start of their name
+    from rumble.web import participants
+
+    app.register_blueprint(participants.bp)  # /Participants and /jars/...: the participants lists and the bot jars
     app.register_blueprint(health.bp)  # /healthz and /metrics, for operators' monitors
     wrap_wsgi(app, values)
     if preload_fields:

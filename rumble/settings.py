@@ -51,6 +51,11 @@ def _sha256_hex(value: str) -> str | None:
     return digest
 
 
+def _yes(value: str) -> bool:
+    """A yes/no setting: 1, true, yes or on (any case) is yes; anything else no."""
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
 def default_db_path(environ: Mapping[str, str] | None = None) -> Path:
     """The database file used when neither --db nor RUMBLE_DB names one (XDG data directory)."""
     env: Mapping[str, str] = os.environ if environ is None else environ
@@ -215,6 +220,38 @@ SETTINGS = (
         "EXPORT_BUILDS",
         1,
         "Export snapshots that may be written at once, across all workers; a request that finds none free serves the previous snapshot.",
+        int,
+    ),
+    Setting(
+        "MAX_JAR_BYTES",
+        4 * 1024 * 1024,
+        "Largest bot jar a competitor may enter (bytes); a larger upload is refused before it is read.",
+        int,
+    ),
+    Setting("MAX_JAR_FILES", 2000, "Most entries a bot jar may hold.", int),
+    Setting(
+        "MAX_JAR_UNPACKED_BYTES",
+        32 * 1024 * 1024,
+        "Most bytes a bot jar may expand to, counted while it is read (never taken from its headers).",
+        int,
+    ),
+    Setting(
+        "ENTRIES_NEED_APPROVAL",
+        False,
+        "Whether a competitor's new entry waits for a maintainer's approval before it is listed (maintainers may change it while the server runs).",
+        _yes,
+    ),
+    Setting(
+        "ENTRY_REQUESTS_PER_HOUR",
+        30,
+        "Requests to enter or withdraw a bot with a token (a valid one or not), and accounts made, one address may make in an hour; past it, 429 before any token is checked.",
+        int,
+    ),
+    Setting("ENTRIES_PER_DAY", 20, "Bots one competitor account may enter in 24 hours.", int),
+    Setting(
+        "SIGN_UPS_PER_DAY",
+        3,
+        "Competitor accounts one address may make for itself in 24 hours (0: only maintainers make accounts).",
         int,
     ),
     Setting(

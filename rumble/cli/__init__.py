@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from rumble.cli.admin_commands import register as register_admin_commands
 from rumble.cli.options import db_option, open_database, settings_for
+from rumble.cli.participant_commands import register as register_participant_commands
 from rumble.protocol.games import load_rumbles
 from rumble.rankings.batch import METHODS
 
@@ -546,6 +547,7 @@ serve.epilog = (
 
 
 register_admin_commands(cli)
+register_participant_commands(cli)  # rumble participants ..., rumble competitor ...
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(cli())
