@@ -257,7 +257,7 @@ SETTINGS = (
     Setting(
         "UPLOADERS_MAX_AGE_MINUTES",
         5.0,
-        "A rumble's uploader-consistency table (it reads the whole log) is kept per worker and served until its rumble has changed and it is this old (0: recomputed after any change).",
+        "A rumble's uploader-consistency table (it works through every pairing each uploader shares) is kept per worker and served until its rumble has changed and it is this old (0: recomputed after any change).",
         float,
     ),
     Setting(

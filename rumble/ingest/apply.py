@@ -56,9 +56,12 @@ def apply_battle(db: Store, battle: Battle, rounds: int, min_battles: int) -> Ap
     battle_id = battle_log.append_battle(db, rumble_id, a, b, battle)
     if battle_id is None or battle.state != "ok":  # a repeat, or a battle logged as not counting
         return Applied(battle_id is not None, battle_id, (_battles(db, rumble_id, a), _battles(db, rumble_id, b)))
+    entered = False
     for bot in (a, b):  # the copy knows every participant and whether it is active
         if not copy.field.is_active(bot):
-            activate(db, rumble_id, bot, when)
+            entered = activate(db, rumble_id, bot, when) or entered
+    if not entered:  # (entering writes a batch of its own)
+        missing_pairings.fill_pending(db, rumble_id)  # the next pairs of a bot that entered lately, if any
     battle = scored_by(battle, by_survival(db, rumble_id))  # logged as uploaded; twinduel counts rounds won
     old_a, old_b = pairings.pairing_pair(db, rumble_id, a, b)
     new_a, new_b = scores.score_battle(

@@ -19,9 +19,10 @@ from pathlib import Path
 
 from rumble.store import BUSY_TIMEOUT_MS, Store
 
-# Tables with a rumble_id column that are not copied: the priority queue's working state, and
-# anything about maintainers (should a later migration give one a rumble_id).
-NOT_EXPORTED = {"priority_battles", "audit_log", "maintainers", "secrets"}
+# Tables with a rumble_id column that are not copied: the priority queue's and the missing
+# pairings' working state, the uploaders' sums (kept per address, which the battles' copy leaves
+# out), and anything about maintainers (should a later migration give one a rumble_id).
+NOT_EXPORTED = {"priority_battles", "audit_log", "maintainers", "secrets", "uploader_sums", "missing_pending"}
 # Columns replaced in the copy: table -> column -> SQL expression over the source row.
 REDACTED = {
     "battles": {"remote_addr": "NULL"},

@@ -1,6 +1,12 @@
 """Missing pairings: pairs (a, b), a < b, of active participants never played and not held in the
 priority queue (migrations/0016_missing_pairings.sql). Kept up to date as bots enter, retire and
-meet, so the priority chooser draws them with one index probe however many are missing."""
+meet, so the priority chooser draws them with one index probe however many are missing.
+
+A bot that enters (or comes back) lacks a pair with every active participant: its pairs are
+written FILL_BATCH at a time (``fill_pending``), the first in the transaction that brings it and the
+rest in the rumble's next write transactions (rumble.ingest.apply calls it with every battle), so
+that no one transaction's cost grows with the rumble (migrations/0024_missing_pairings_pending.sql).
+Until they are all written, the chooser draws from those written so far."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from collections.abc import Iterable
 from rumble.store import Store
 
 DRAW_KEYS = 1 << 32  # draw keys lie in [0, DRAW_KEYS)
+FILL_BATCH = 128  # opponents of an entering bot whose pairs one transaction writes
 _DRAW = "(%s * 2654435761 + %s * 2246822519) %% 4294967296"  # the pair's draw key, as in the migration
 _UNPLAYED = (  # ?1 is the rumble's id
     "NOT EXISTS (SELECT 1 FROM pairings x WHERE x.rumble_id = ?1 AND x.bot_id = {a} AND x.opponent_id = {b}) "
@@ -17,18 +24,56 @@ _UNPLAYED = (  # ?1 is the rumble's id
 
 
 def add_bot(db: Store, rumble_id: int, bot: int) -> None:
-    """Add the pairs of ``bot`` (just entered or revived) with every active participant it has not met."""
-    low, high = "min(p.bot_id, ?2)", "max(p.bot_id, ?2)"
-    db.execute(
-        "INSERT OR IGNORE INTO missing_pairings (rumble_id, bot_id, opponent_id, draw) "
-        f"SELECT ?1, {low}, {high}, {_DRAW % (low, high)} FROM participants p "
-        f"WHERE p.rumble_id = ?1 AND p.active = 1 AND p.bot_id != ?2 AND {_UNPLAYED.format(a=low, b=high)}",
-        (rumble_id, bot),
-    )
+    """Queue the pairs of ``bot`` (just entered or revived) with every active participant it has
+    not met, and write the first FILL_BATCH of them (``fill_pending``)."""
+    db.execute("INSERT OR REPLACE INTO missing_pending (rumble_id, bot_id, after) VALUES (?, ?, 0)", (rumble_id, bot))
+    fill_pending(db, rumble_id)
+
+
+def fill_pending(db: Store, rumble_id: int) -> int:
+    """Write the pairs of the rumble's first pending bot with its next FILL_BATCH active opponents
+    (by id); the pairs written. Costs one index probe when nothing is pending."""
+    batch = FILL_BATCH
+    found = db.execute(
+        "SELECT bot_id, after FROM missing_pending WHERE rumble_id = ? ORDER BY rowid LIMIT 1", (rumble_id,)
+    ).fetchone()
+    if found is None:
+        return 0
+    bot, after = found
+    upto = db.execute(
+        "SELECT max(bot_id), count(*) FROM (SELECT bot_id FROM participants WHERE rumble_id = ? AND active = 1 "
+        "AND bot_id > ? AND bot_id != ? ORDER BY bot_id LIMIT ?)",
+        (rumble_id, after, bot, batch),
+    ).fetchone()
+    last, opponents = upto
+    written = 0
+    if opponents:
+        low, high = "min(p.bot_id, ?2)", "max(p.bot_id, ?2)"
+        written = db.execute(
+            "INSERT OR IGNORE INTO missing_pairings (rumble_id, bot_id, opponent_id, draw) "
+            f"SELECT ?1, {low}, {high}, {_DRAW % (low, high)} FROM participants p "
+            "WHERE p.rumble_id = ?1 AND p.bot_id > ?3 AND p.bot_id <= ?4 AND p.active = 1 AND p.bot_id != ?2 "
+            f"AND {_UNPLAYED.format(a=low, b=high)}",
+            (rumble_id, bot, after, last),
+        ).rowcount
+    if opponents < batch:  # its last opponents: done
+        db.execute("DELETE FROM missing_pending WHERE rumble_id = ? AND bot_id = ?", (rumble_id, bot))
+    else:
+        db.execute("UPDATE missing_pending SET after = ? WHERE rumble_id = ? AND bot_id = ?", (last, rumble_id, bot))
+    return written
+
+
+def pending(db: Store, rumble_id: int) -> list[int]:
+    """The bots of the rumble whose pairs are not all written yet, in the order they are written."""
+    return [
+        bot
+        for (bot,) in db.execute("SELECT bot_id FROM missing_pending WHERE rumble_id = ? ORDER BY rowid", (rumble_id,))
+    ]
 
 
 def drop_bot(db: Store, rumble_id: int, bot: int) -> None:
-    """Forget every pair of ``bot`` (retired)."""
+    """Forget every pair of ``bot`` (retired), written or still to be."""
+    db.execute("DELETE FROM missing_pending WHERE rumble_id = ? AND bot_id = ?", (rumble_id, bot))
     db.execute(
         "DELETE FROM missing_pairings WHERE rumble_id = ? AND (bot_id = ? OR opponent_id = ?)", (rumble_id, bot, bot)
     )
@@ -75,8 +120,9 @@ def follow(
 
 def refill(db: Store, rumble_id: int) -> int:
     """Recompute the rumble's missing pairings from its participants, pairings and queue (after a
-    rebuild or a maintenance job rewrote them); the number of pairs."""
+    rebuild or a maintenance job rewrote them), all at once; the number of pairs."""
     db.execute("DELETE FROM missing_pairings WHERE rumble_id = ?", (rumble_id,))
+    db.execute("DELETE FROM missing_pending WHERE rumble_id = ?", (rumble_id,))
     return db.execute(
         "INSERT INTO missing_pairings (rumble_id, bot_id, opponent_id, draw) "
         f"SELECT a.rumble_id, a.bot_id, b.bot_id, {_DRAW % ('a.bot_id', 'b.bot_id')} "

@@ -186,3 +186,45 @@ def test_every_missing_pairing_is_about_equally_likely_in_a_batch(db, clock):
             pass
     assert len(counts) == 45 and sum(counts.values()) == 600 * 8
     assert 0.5 * 106.7 <= min(counts.values()) and max(counts.values()) <= 1.5 * 106.7, sorted(counts.values())
+
+
+def test_a_newcomers_pairs_are_written_a_batch_per_battle_and_end_as_a_refill_has_them(db, clock, monkeypatch):
+    """With batches of 2 opponents, a newcomer F among A to E (by id) has its pairs with A and B
+    written with the battle that brings it (A's is then played), with C and D at the rumble's next
+    battle (any pair's), with E at the one after, which finds no opponent left: F is done, and the
+    pairs are those a refill computes from scratch."""
+    monkeypatch.setattr(missing_pairings, "FILL_BATCH", 2)
+    for n, (x, y) in enumerate([("A", "B"), ("C", "D"), ("E", "A")]):
+        _play(db, clock, f"{x.lower()}.{x} 1", f"{y.lower()}.{y} 1", n)
+    rid = rumble_id(db, GAME)
+    with store.write(db):
+        missing_pairings.refill(db, rid)  # A..E complete, nothing pending
+    names = {bots.find_bot(db, f"{c.lower()}.{c} 1"): c for c in "ABCDE"}
+
+    def lacking() -> set[str]:
+        return {names[a if b == f else b] for a, b in missing_pairings.pairs_of(db, rid) if f in (a, b)}
+
+    _play(db, clock, "f.F 1", "a.A 1", 10)
+    f = bots.find_bot(db, "f.F 1")
+    assert lacking() == {"B"} and missing_pairings.pending(db, rid) == [f]
+    _play(db, clock, "b.B 1", "c.C 1", 11)
+    assert lacking() == {"B", "C", "D"} and missing_pairings.pending(db, rid) == [f]
+    _play(db, clock, "d.D 1", "e.E 1", 12)
+    assert lacking() == {"B", "C", "D", "E"} and missing_pairings.pending(db, rid) == []
+    kept = missing_pairings.pairs_of(db, rid)
+    with store.write(db):
+        missing_pairings.refill(db, rid)
+    assert missing_pairings.pairs_of(db, rid) == kept
+
+
+def test_a_bot_retired_while_its_pairs_are_written_leaves_none_behind(db, clock, monkeypatch):
+    monkeypatch.setattr(missing_pairings, "FILL_BATCH", 1)
+    for n, (x, y) in enumerate([("A", "B"), ("C", "D")]):
+        _play(db, clock, f"{x.lower()}.{x} 1", f"{y.lower()}.{y} 1", n)
+    _play(db, clock, "e.E 1", "a.A 1", 5)
+    rid, e = rumble_id(db, GAME), bots.find_bot(db, "e.E 1")
+    assert e in missing_pairings.pending(db, rid)
+    with store.write(db):
+        apply.retire(db, rid, e, store.utc_now(), "test")
+    assert e not in missing_pairings.pending(db, rid)
+    assert not any(e in pair for pair in missing_pairings.pairs_of(db, rid))
