@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
+from typing import Any, Protocol
 
 from flask import Blueprint, Flask, Response, current_app, request
 from werkzeug.exceptions import InternalServerError, MethodNotAllowed
@@ -30,18 +31,25 @@ from rumble.protocol.names import key_candidates, to_key
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.protocol.upload import decode_body, split_fields
 from rumble.rankings import uploader_trust
-from rumble.store import Store, battle_log, bots, removals, tables, trust
+from rumble.store import Store, battle_log, bots, removals, tables, trust, upload_stats
 from rumble.store.group_commit import run_in_group
 from rumble.store.rumbles import known_rumble_id, rumble_id
-from rumble.web import get_db, now, refusal_counter, thread_db
+from rumble.web import get_db, now, thread_db
 from rumble.web.body import GuardedInput, MalformedBody
-from rumble.web.refusal_counter import refusals_for
-from rumble.web.upload_counter import Counts, counts_for, flush_quietly, upload_decided
+from rumble.web.refusal_counter import RefusalCounts, refusals_for
+from rumble.web.upload_counter import Counts, counts_for, upload_decided
 
 log = logging.getLogger(__name__)
 bp = Blueprint("client", __name__)
 UPLOAD_PATH = "/UploadedResults"
 ALLOWED = "OPTIONS, POST"  # its methods, as the Allow header lists them
+
+
+class Writer(Protocol):
+    """What the app's ``rumble.writer`` extension offers (rumble.server.single_writer.Writer under
+    ``rumble serve``): ``apply(connection)`` in a committed write transaction, its result."""
+
+    def run(self, db: Store, apply: Callable[[Store], Any], prepare: Callable[[Store], Any]) -> Any: ...
 
 
 def _text(body: str) -> Response:
@@ -113,7 +121,8 @@ class UploadFront:
         # The headers werkzeug's Response gives a text/plain body, without building one: its
         # request and response objects cost a worker about as much CPU as the rest of the upload.
         start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(answer)))])
-        return ClosingIterator([answer], partial(_after_answer, counts_for(settings["DB"]), db))
+        writer = self.app.extensions.get("rumble.writer")
+        return ClosingIterator([answer], partial(_after_answer, counts_for(settings["DB"]), db, writer))
 
     def _decided(self, outcome: UploadOutcome, started: float) -> None:
         """Count ``outcome`` and its server time for /RumbleStats and send it to ``upload_decided``'s listeners."""
@@ -122,10 +131,28 @@ class UploadFront:
         upload_decided.send(self.app, outcome=outcome)
 
 
-def _after_answer(counts: Counts, db: Store) -> None:
+def _after_answer(counts: Counts, db: Store, writer: Writer | None) -> None:
     """Once the answer is on its way: the WAL checkpoint and the upload counts, each when due."""
     store.checkpoint_if_due(db)
-    flush_quietly(counts, db)
+    taken = counts.take()
+    if taken is not None:
+        work = partial(upload_stats.add_counts, counts=taken[0], errors=taken[1])
+        _save(db, writer, work, "the upload counts")
+
+
+def _save(db: Store, writer: Writer | None, work: Callable[[Store], None], what: str) -> None:
+    """Write ``work`` (counts a worker kept): through the writer process, in the transaction of its
+    next group, when there is one, so that no worker waits for the write lock (under gevent that
+    would hold up every request of the worker); else in a transaction of its own. A failure loses
+    these counts, nothing else."""
+    try:
+        if writer is None:
+            with store.write(db):
+                work(db)
+        else:
+            writer.run(db, work, partial(decide.prepare, ""))
+    except Exception:
+        log.exception("could not save %s", what)
 
 
 def _receive(environ: dict, db: Store, moment: datetime, settings: dict, extensions: dict) -> UploadOutcome:
@@ -278,5 +305,12 @@ def _refuse_removal(db: Store, game: str, reason: str, answer: str, moment: date
     counts.record(game, reason, moment)
     response = _text(answer)
     if counts.due():
-        response.call_on_close(partial(refusal_counter.flush_quietly, counts, db))
+        writer = current_app.extensions.get("rumble.writer")
+        response.call_on_close(partial(_save_refusals, counts, db, writer))
     return response
+
+
+def _save_refusals(counts: RefusalCounts, db: Store, writer: Writer | None) -> None:
+    taken = counts.take()
+    if taken is not None:
+        _save(db, writer, partial(trust.add_refusals, counts=taken), "the counts of refused removals")

@@ -8,7 +8,6 @@ a write transaction each.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import defaultdict
@@ -17,7 +16,6 @@ from datetime import datetime
 from rumble import store
 from rumble.store import trust
 
-log = logging.getLogger(__name__)
 FLUSH_SECONDS = 30.0
 MAX_KEYS = 1_000  # (day, game, reason) keys kept between flushes: a game is the client's text, bounded here
 
@@ -40,14 +38,22 @@ class RefusalCounts:
     def due(self) -> bool:
         return bool(self.counts) and time.monotonic() - self.last_flush >= FLUSH_SECONDS
 
-    def flush(self, db: store.Store, force: bool = False) -> bool:
-        """Add the counts to ``db`` when FLUSH_SECONDS have passed since the last time (or ``force``)."""
+    def take(self, force: bool = False) -> dict | None:
+        """The counts to add, emptied here, when FLUSH_SECONDS have passed since the last time (or
+        ``force``); None otherwise. The caller adds them (``trust.add_refusals``)."""
         with self.lock:
             if not self.counts or not (force or time.monotonic() - self.last_flush >= FLUSH_SECONDS):
-                return False
+                return None
             counts = dict(self.counts)
             self.counts.clear()
             self.last_flush = time.monotonic()
+        return counts
+
+    def flush(self, db: store.Store, force: bool = False) -> bool:
+        """Add the counts to ``db`` when FLUSH_SECONDS have passed since the last time (or ``force``)."""
+        counts = self.take(force)
+        if counts is None:
+            return False
         with store.write(db):
             trust.add_refusals(db, counts)
         return True
@@ -58,11 +64,3 @@ _by_database: dict[str, RefusalCounts] = defaultdict(RefusalCounts)
 
 def refusals_for(path: str) -> RefusalCounts:
     return _by_database[str(path)]
-
-
-def flush_quietly(counts: RefusalCounts, db: store.Store) -> None:
-    """A failure (the database busy past its timeout) loses these counts, nothing else."""
-    try:
-        counts.flush(db)
-    except Exception:
-        log.exception("could not save the counts of refused removals")

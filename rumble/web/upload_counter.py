@@ -8,7 +8,6 @@ The upload endpoint (``rumble.web.client.UploadFront``) counts the outcome it de
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import defaultdict
@@ -20,7 +19,6 @@ from rumble import store
 from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.store import upload_stats
 
-log = logging.getLogger(__name__)
 FLUSH_SECONDS = 30.0
 MAX_ERRORS = 50  # reasons kept in memory between flushes
 upload_decided = Namespace().signal("upload-decided")  # sent with outcome=UploadOutcome after each upload
@@ -50,17 +48,25 @@ class Counts:
         """Whether ``flush`` would add counts now."""
         return time.monotonic() - self.last_flush >= FLUSH_SECONDS and bool(self.counts or self.errors)
 
-    def flush(self, db: store.Store, force: bool = False) -> bool:
-        """Add the counts to ``db`` if FLUSH_SECONDS have passed since the last time (or ``force``)."""
+    def take(self, force: bool = False) -> tuple[dict, list] | None:
+        """The counts and errors to add, emptied here, if FLUSH_SECONDS have passed since the last
+        time (or ``force``); None otherwise. The caller adds them (``upload_stats.add_counts``)."""
         with self.lock:
             if not (force or time.monotonic() - self.last_flush >= FLUSH_SECONDS) or not (self.counts or self.errors):
-                return False
+                return None
             counts, errors = dict(self.counts), list(self.errors)
             self.counts.clear()
             self.errors.clear()
             self.last_flush = time.monotonic()
+        return counts, errors
+
+    def flush(self, db: store.Store, force: bool = False) -> bool:
+        """Add the counts to ``db`` if FLUSH_SECONDS have passed since the last time (or ``force``)."""
+        taken = self.take(force)
+        if taken is None:
+            return False
         with store.write(db):
-            upload_stats.add_counts(db, counts, errors)
+            upload_stats.add_counts(db, *taken)
         return True
 
 
@@ -69,11 +75,3 @@ _by_database: dict[str, Counts] = defaultdict(Counts)  # keyed by the database p
 
 def counts_for(path: str) -> Counts:
     return _by_database[str(path)]
-
-
-def flush_quietly(counts: Counts, db: store.Store) -> None:
-    """Flush after the answer: a failure (the database busy past its timeout) loses these counts, never an upload."""
-    try:
-        counts.flush(db)
-    except Exception:
-        log.exception("could not save the upload counts")

@@ -41,6 +41,8 @@ pytestmark = pytest.mark.e2e
 LOAD_TEST = Path(__file__).resolve().parents[2] / "scripts" / "load_test.py"
 WAITING_SECONDS = 2.0  # for every upload sent to reach the server and wait for the lock
 POISON = "poison.Bot 1.0"
+# No batch schedule: its runs are transactions of their own, which the WAL would count with the uploads'.
+QUIET = {"BATCH_INTERVAL_MINUTES": "0"}
 
 
 def _commits(wal: Path) -> int:
@@ -118,7 +120,7 @@ def _group_battles(now: int, count: int) -> list[Battle]:
 
 def test_uploads_waiting_for_the_lock_are_stored_in_one_transaction_each_answered_once(tmp_path, clock):
     now = clock.now_ms()
-    with live_server(tmp_path, workers=1) as server:
+    with live_server(tmp_path, workers=1, settings=QUIET) as server:
         _upload_first(server.url, now)
         battles = _group_battles(now, 12)
         wal = Path(str(server.db_path) + "-wal")
@@ -140,7 +142,7 @@ def test_uploads_waiting_for_the_lock_are_stored_in_one_transaction_each_answere
 
 def test_a_battle_failing_inside_a_group_is_rolled_back_alone(tmp_path, clock):
     now = clock.now_ms()
-    with live_server(tmp_path, workers=1) as server:
+    with live_server(tmp_path, workers=1, settings=QUIET) as server:
         _upload_first(server.url, now)
         # A fault that strikes the poisoned battle late: its log row, pairings, summaries and the
         # worker's in-memory ratings are already changed when writing its ratings fails.
@@ -176,7 +178,7 @@ def test_a_battle_failing_inside_a_group_is_rolled_back_alone(tmp_path, clock):
 
 def test_uploads_of_both_workers_waiting_for_the_lock_go_in_one_transaction(tmp_path, clock):
     now = clock.now_ms()
-    with live_server(tmp_path, workers=2) as server:
+    with live_server(tmp_path, workers=2, settings=QUIET) as server:
         _upload_first(server.url, now)
         battles = _group_battles(now, 16)
         wal = Path(str(server.db_path) + "-wal")
@@ -204,7 +206,7 @@ def _writer_pid(server) -> int:
 
 def test_uploads_keep_flowing_when_the_writer_process_dies(tmp_path, clock):
     now = clock.now_ms()
-    with live_server(tmp_path, workers=2) as server:
+    with live_server(tmp_path, workers=2, settings=QUIET) as server:
         _upload_first(server.url, now)
         os.kill(_writer_pid(server), signal.SIGKILL)
         time.sleep(0.5)
