@@ -12,7 +12,7 @@ import gevent
 import pytest
 from gevent import socket as green_socket
 
-from rumble.server.serving import SEND_BLOCK_BYTES, Deadlines, PagesInThreads, TimedAnswer, TimedInput
+from rumble.server.serving import SEND_BLOCK_BYTES, Deadlines, Paced, PagesInThreads, TimedAnswer, TimedInput
 
 
 class _SocketBody:
@@ -190,3 +190,33 @@ def test_a_file_to_send_stays_a_file():
     }
     result = pages(environ, lambda s, headers: None)
     assert isinstance(result, _FileWrapper) and list(result) == [b"a", b"b"]
+
+
+def test_paced_requests_run_a_few_at_a_time_and_the_overflow_is_answered_busy_at_once():
+    """Twenty RemoveOldParticipant requests at once, 2 slots, 4 waiting: never more than 2 in the
+    app together; the 14 beyond the waiting room are answered busy without reaching the app; the
+    others get the app's answer, and other paths are not paced."""
+    inside, most, served = [0], [0], []
+
+    def app(environ, start_response):
+        paced_path = environ["PATH_INFO"] == "/RemoveOldParticipant"
+        inside[0] += paced_path
+        most[0] = max(most[0], inside[0])
+        gevent.sleep(0.01)
+        inside[0] -= paced_path
+        served.append(environ["PATH_INFO"])
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"OK. ERROR: refused\n"]
+
+    paced = Paced(app, frozenset({"/RemoveOldParticipant"}), 2, 0.02, 4, "OK. ERROR: busy\n")
+
+    def call(path: str) -> bytes:
+        return b"".join(paced({"PATH_INFO": path}, lambda status, headers: None))
+
+    removals = [gevent.spawn(call, "/RemoveOldParticipant") for _ in range(20)]
+    other = gevent.spawn(call, "/RatingsFile")
+    gevent.joinall([*removals, other])
+    answers = [g.value for g in removals]
+    assert most[0] == 2
+    assert answers.count(b"OK. ERROR: busy\n") == 14 and answers.count(b"OK. ERROR: refused\n") == 6
+    assert served.count("/RemoveOldParticipant") == 6 and other.value == b"OK. ERROR: refused\n"

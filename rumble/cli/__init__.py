@@ -21,6 +21,8 @@ from rumble.cli.participant_commands import register as register_participant_com
 from rumble.protocol.games import load_rumbles
 from rumble.rankings.batch import METHODS
 
+REMOVALS_BUSY = "OK. ERROR: too many RemoveOldParticipant requests at once; try again later\n"
+
 
 @click.group()
 @click.version_option(package_name="rumble")
@@ -99,7 +101,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
 
         def load(self):
             from rumble.protocol import CLIENT_PATHS
-            from rumble.server.serving import Deadlines, PagesInThreads
+            from rumble.server.serving import Deadlines, Paced, PagesInThreads
 
             single_writer.yield_cpu_to_writer()
             # The ratings copies are read before the first request, so that no upload or removal waits for it.
@@ -107,7 +109,9 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             app.extensions["rumble.writer"] = single_writer.Writer(writer.path)  # uploads' transactions
             # Two threads more than the page slots (rumble.web.capacity), which answer the requests over them 503.
             pages = PagesInThreads(app, values["PAGE_REQUESTS"] + 2, lambda path: path not in CLIENT_PATHS)
-            return Deadlines(pages, values["READ_TIMEOUT_SECONDS"], values["SEND_TIMEOUT_SECONDS"])
+            # RemoveOldParticipant: 4 at a time per worker, each at least 50 ms (80 a second per worker).
+            paced = Paced(pages, frozenset({"/RemoveOldParticipant"}), 4, 0.05, 64, REMOVALS_BUSY)
+            return Deadlines(paced, values["READ_TIMEOUT_SECONDS"], values["SEND_TIMEOUT_SECONDS"])
 
     try:
         Server().run()

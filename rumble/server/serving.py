@@ -27,6 +27,9 @@ holding the worker, which shares the interpreter between that thread and the gre
 operating system and the interpreter lock's switch interval decide. The client's requests and
 every POST are short and are served in their greenlet.
 
+A flood of cheap requests still costs a worker the HTTP work of each (``Paced`` bounds the rate
+of the ones that change nothing for the honest: refused removals).
+
 This module is used under that worker only: the app itself never imports gevent.
 """
 
@@ -40,6 +43,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import gevent
+from gevent.lock import BoundedSemaphore
 from gevent.threadpool import ThreadPool
 
 log = logging.getLogger(__name__)
@@ -172,3 +176,46 @@ class TimedAnswer:
         close = getattr(self._result, "close", None)
         if close is not None:
             close()
+
+
+class Paced:
+    """The WSGI middleware that serves the requests to ``paths`` at most ``slots`` at a time per
+    worker, each holding its slot for at least ``seconds``: at most ``slots / seconds`` of them a
+    second per worker, however many clients send them as fast as they are answered. Up to
+    ``waiting`` more wait for a slot (a greenlet each); beyond that one is answered ``busy`` at
+    once (200, text/plain: the client's own form of a refusal), so that a flood cannot take the
+    worker's connections."""
+
+    def __init__(
+        self, app: Callable, paths: frozenset[str], slots: int, seconds: float, waiting: int, busy: str
+    ) -> None:
+        self.app, self.paths, self.seconds, self.waiting = app, paths, seconds, waiting
+        self.busy = busy.encode()
+        self.slots = BoundedSemaphore(slots)
+        self.queued = 0
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") not in self.paths:
+            return self.app(environ, start_response)
+        if self.queued >= self.waiting:
+            start_response(
+                "200 OK", [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(self.busy)))]
+            )
+            return [self.busy]
+        self.queued += 1
+        try:
+            self.slots.acquire()
+        finally:
+            self.queued -= 1
+        began = time.monotonic()
+        try:
+            result = self.app(environ, start_response)
+            try:
+                return [b"".join(result)]  # a line or two of text
+            finally:
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
+        finally:
+            gevent.sleep(max(0.0, began + self.seconds - time.monotonic()))
+            self.slots.release()
