@@ -1,4 +1,4 @@
-"""`rumble serve` runs the batch-ranking schedule in exactly one of its gunicorn workers."""
+"""`rumble serve` runs the batch-ranking schedule in exactly one process of its own (`rumble schedule`)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from .e2e_support import live_server, read_only
 
 pytestmark = pytest.mark.e2e
 
-RUN_WAIT_S = 30  # the elected worker runs at once; 20 demo bots take well under a second
+RUN_WAIT_S = 30  # the schedule's process runs at once once started; 20 demo bots take well under a second
 
 
-def test_one_worker_of_rumble_serve_runs_the_batch_rankings(tmp_path):
+def test_one_process_of_rumble_serve_runs_the_batch_rankings(tmp_path):
     demo = CliRunner().invoke(cli, ["demo", "--db", str(tmp_path / "rumble.db"), "--battles", "250"])
     assert demo.exit_code == 0, demo.output
     with live_server(tmp_path, workers=3) as server:
@@ -26,7 +26,7 @@ def test_one_worker_of_rumble_serve_runs_the_batch_rankings(tmp_path):
             assert time.monotonic() < deadline, server.output()
             time.sleep(0.2)
         assert len(rows) == 20
-        time.sleep(1.0)  # the other workers' first elections have happened by now
+        time.sleep(1.0)  # any other election would have happened by now
         leaders = set(
             re.findall(r"\[(\d+)\] INFO rumble.schedule.hourly: process \d+ runs the batch rankings", server.output())
         )
