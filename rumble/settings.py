@@ -191,6 +191,12 @@ SETTINGS = (
         "Requests other than the client's (pages, JSON API, plots, exports, /admin) served at once per worker; more are answered 503 with Retry-After. Uploads never wait for them.",
         int,
     ),
+    Setting(
+        "PAGES_IN_THREADS",
+        True,
+        "Serve page, API, plot and export GETs in a pool of threads per `rumble serve` worker, so that their computing does not hold up the worker's uploads (no: in their greenlet).",
+        _yes,
+    ),
     Setting("EXPORT_REQUESTS", 2, "Of the PAGE_REQUESTS, how many may be exports or plots at once per worker.", int),
     Setting(
         "TRUSTED_PROXIES",

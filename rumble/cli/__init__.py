@@ -11,6 +11,7 @@ import os
 import resource
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from tqdm import tqdm
@@ -107,8 +108,10 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             # The ratings copies are read before the first request, so that no upload or removal waits for it.
             app = create_app(preload_fields=True)
             app.extensions["rumble.writer"] = single_writer.Writer(writer.path)  # uploads' transactions
-            # Two threads more than the page slots (rumble.web.capacity), which answer the requests over them 503.
-            pages = PagesInThreads(app, values["PAGE_REQUESTS"] + 2, lambda path: path not in CLIENT_PATHS)
+            pages: Any = app
+            if values["PAGES_IN_THREADS"]:
+                # Two threads more than the page slots (rumble.web.capacity), which answer the requests over them 503.
+                pages = PagesInThreads(app, values["PAGE_REQUESTS"] + 2, lambda path: path not in CLIENT_PATHS)
             # RemoveOldParticipant: 4 at a time per worker, each at least 50 ms (80 a second per worker).
             paced = Paced(pages, frozenset({"/RemoveOldParticipant"}), 4, 0.05, 64, REMOVALS_BUSY)
             return Deadlines(paced, values["READ_TIMEOUT_SECONDS"], values["SEND_TIMEOUT_SECONDS"])
