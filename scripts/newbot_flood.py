@@ -114,7 +114,9 @@ class Tally:
     answers: collections.Counter = field(default_factory=collections.Counter)
     accepted_ms: list[float] = field(default_factory=list)
     refused_ms: list[float] = field(default_factory=list)
-    accepted_after_refusal: int = 0  # an address's new bot accepted after the rumble had refused one
+    # answers of accepted new bots that arrived after a refusal's: the writer applies a group's uploads
+    # in order, but their answers reach the clients' connections in any order
+    accepted_after_refusal: int = 0
     first_refusal_at: float | None = None  # seconds into the flood
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -276,7 +278,8 @@ def flood_part(ladder: bench.Ladder, rumble: RumbleSettings, cached: Path, args:
             )
     print(
         f"accepted      {accepted} new bots against an allowance of {allowance} "
-        f"{bench.verdict(accepted == allowance)}; accepted after the first refusal: {tally.accepted_after_refusal}"
+        f"{bench.verdict(accepted == allowance)}; answers of accepted ones that arrived after the first refusal's: "
+        f"{tally.accepted_after_refusal} (a group's answers reach their connections in any order)"
     )
     print(
         f"database      bots {bots_before:,} -> {bots_after:,} (+{bots_after - bots_before}), participants "
@@ -290,7 +293,7 @@ def flood_part(ladder: bench.Ladder, rumble: RumbleSettings, cached: Path, args:
         f"after         a stranger ({AFTER_ADDRESS}), a new bot: {after[1]!r} {bench.verdict(after[0] in refusal_kinds)}"
     )
     checks = {
-        "the flood got exactly its allowance": accepted == allowance and tally.accepted_after_refusal == 0,
+        "the flood got exactly its allowance": accepted == allowance,
         "every other answer a new-bot refusal": not other,
         "refused uploads left no bot row": flood_bots == accepted
         and bots_after - bots_before == accepted + (operator[0] == "accepted"),
