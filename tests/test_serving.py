@@ -12,7 +12,15 @@ import gevent
 import pytest
 from gevent import socket as green_socket
 
-from rumble.server.serving import SEND_BLOCK_BYTES, Deadlines, Paced, PagesInThreads, TimedAnswer, TimedInput
+from rumble.server.serving import (
+    SEND_BLOCK_BYTES,
+    WHOLE_ANSWER_BYTES,
+    Deadlines,
+    Paced,
+    PagesInThreads,
+    TimedAnswer,
+    TimedInput,
+)
 
 
 class _SocketBody:
@@ -135,20 +143,8 @@ def test_the_middleware_times_the_input_and_the_answer():
     answer.close()
 
 
-class _FileWrapper:
-    """Stands for gunicorn's ``wsgi.file_wrapper``: a file to send, read block by block."""
-
-    def __init__(self, blocks: list[bytes]) -> None:
-        self.blocks = blocks
-
-    def __iter__(self):
-        return iter(self.blocks)
-
-
 def _thread_app(environ, start_response):
     start_response("200 OK", [("Content-Type", "text/plain")])
-    if environ["PATH_INFO"] == "/file":
-        return environ["wsgi.file_wrapper"]([b"a", b"b"])
     body = environ["wsgi.input"].read()
     return iter([f"{threading.get_native_id()}".encode(), b"|", body])  # a generator-like answer, made whole
 
@@ -159,7 +155,6 @@ def _call(app, method: str, path: str, body: bytes = b"") -> tuple[list[bytes], 
         "REQUEST_METHOD": method,
         "PATH_INFO": path,
         "wsgi.input": io.BytesIO(body),
-        "wsgi.file_wrapper": _FileWrapper,
     }
     result = app(environ, lambda s, headers: status.append(s))
     return list(result), status[0]
@@ -180,16 +175,31 @@ def test_posts_and_the_clients_paths_are_served_where_they_came():
     assert b"".join(_call(pages, "GET", "/UploadedResults")[0]) == here + b"|"
 
 
-def test_a_file_to_send_stays_a_file():
-    pages = PagesInThreads(_thread_app, 2, lambda path: True)
-    environ = {
-        "REQUEST_METHOD": "GET",
-        "PATH_INFO": "/file",
-        "wsgi.input": io.BytesIO(),
-        "wsgi.file_wrapper": _FileWrapper,
-    }
-    result = pages(environ, lambda s, headers: None)
-    assert isinstance(result, _FileWrapper) and list(result) == [b"a", b"b"]
+def test_a_large_answer_is_made_whole_only_up_to_its_limit_and_closed_once_sent():
+    """An export of 40 blocks of 64 KB: the thread reads the blocks up to WHOLE_ANSWER_BYTES, the
+    rest is read as it is sent; every byte comes through, and the answer is closed at the end."""
+    block = bytes(range(256)) * 256
+    pulled, closed = [0], []
+
+    class Export:
+        def __iter__(self):
+            for _ in range(40):
+                pulled[0] += 1
+                yield block
+
+        def close(self):
+            closed.append(True)
+
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        return Export()
+
+    pages = PagesInThreads(app, 2, lambda path: True)
+    answer = pages({"REQUEST_METHOD": "GET", "PATH_INFO": "/export", "wsgi.input": io.BytesIO()}, lambda *a: None)
+    assert pulled[0] == WHOLE_ANSWER_BYTES // len(block) + 1 and not closed  # the rest waits for the sending
+    assert b"".join(answer) == block * 40
+    answer.close()
+    assert pulled[0] == 40 and closed == [True]
 
 
 def test_paced_requests_run_a_few_at_a_time_and_the_overflow_is_answered_busy_at_once():

@@ -49,6 +49,7 @@ from gevent.threadpool import ThreadPool
 log = logging.getLogger(__name__)
 
 SEND_BLOCK_BYTES = 65536  # an answer goes out in blocks of at most this size, each against SEND_TIMEOUT_SECONDS
+WHOLE_ANSWER_BYTES = 1 << 20  # a page's answer is made whole in its thread up to this size (an export is larger)
 
 
 class Deadlines:
@@ -67,8 +68,8 @@ class Deadlines:
 
 class PagesInThreads:
     """The WSGI middleware that serves the GET and HEAD requests ``in_thread(path)`` picks in a
-    pool of ``threads`` threads, their answers made whole there (a file to send stays a file,
-    read block by block as it is sent). Other methods stay in their greenlet: they are short
+    pool of ``threads`` threads, their answers made whole there up to WHOLE_ANSWER_BYTES (an
+    export's file beyond that is read block by block as it is sent). Other methods stay in their greenlet: they are short
     writes, and some start processes, which gevent's patched ``subprocess`` allows only from the
     worker's own thread. A GET's body, which means nothing, is not passed on: the pool's threads
     never touch the connection."""
@@ -86,17 +87,44 @@ class PagesInThreads:
 
 
 def _whole_answer(app: Callable, environ: dict, start_response: Callable) -> Iterable[bytes]:
-    """In a pool thread: the app's answer, made whole (unless it is a file to send)."""
+    """In a pool thread: the app's answer, made whole up to WHOLE_ANSWER_BYTES (a page, computed
+    here); past that, what follows (an export's file, read block by block) is read in the
+    greenlet as it is sent, and the answer is closed once sent."""
     result: Iterable[bytes] = app(environ, start_response)
-    wrapper = environ.get("wsgi.file_wrapper")
-    if isinstance(wrapper, type) and isinstance(result, wrapper):
-        return result
+    items = iter(result)
+    head: list[bytes] = []
+    size = 0
     try:
-        return [b"".join(result)]
-    finally:
-        close = getattr(result, "close", None)
-        if close is not None:
-            close()
+        for item in items:
+            head.append(item)
+            size += len(item)
+            if size > WHOLE_ANSWER_BYTES:
+                return _Rest(head, items, result)
+    except BaseException:
+        _close(result)
+        raise
+    _close(result)
+    return [b"".join(head)]
+
+
+class _Rest:
+    """An answer's first blocks, then the rest of its iterator; ``close`` closes the answer."""
+
+    def __init__(self, head: list[bytes], rest: Iterator[bytes], result: Iterable[bytes]) -> None:
+        self._head, self._rest, self._result = head, rest, result
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._head
+        yield from self._rest
+
+    def close(self) -> None:
+        _close(self._result)
+
+
+def _close(result: Iterable[bytes]) -> None:
+    close = getattr(result, "close", None)
+    if close is not None:
+        close()
 
 
 class TimedInput:
