@@ -76,7 +76,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     writer = single_writer.Supervisor(values["DB"], values["SYNCHRONOUS"], ready=fields.preload_all)
     # The batch schedule in a process of its own: its runs take seconds of CPU, which in a worker
     # would hold up every request of that worker (one thread runs all its greenlets).
-    schedule = _start_schedule(values["DB"])
+    schedule = _start_schedule(values)
     click.echo(f"rumble: serving http://{host}:{port}/ with {workers} workers (Ctrl-C stops)")
 
     class Server(BaseApplication):
@@ -125,13 +125,16 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             schedule.wait()
 
 
-def _start_schedule(db: str):
-    """``rumble schedule`` for ``db`` as a child process (None if BATCH_INTERVAL_MINUTES is 0)."""
+def _start_schedule(values: dict):
+    """``rumble schedule`` for the database of ``values`` as a child process (None if
+    BATCH_INTERVAL_MINUTES is 0)."""
     import subprocess
 
-    if float(settings_for(db)["BATCH_INTERVAL_MINUTES"]) <= 0:
+    if float(values["BATCH_INTERVAL_MINUTES"]) <= 0:
         return None
-    return subprocess.Popen([sys.executable, "-m", "rumble", "schedule", "--db", db, "--parent", str(os.getpid())])
+    return subprocess.Popen(
+        [sys.executable, "-m", "rumble", "schedule", "--db", values["DB"], "--parent", str(os.getpid())]
+    )
 
 
 @cli.command()
