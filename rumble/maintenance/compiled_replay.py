@@ -4,9 +4,9 @@
 (``ingest.apply_battle``: ``scores.score_battle``, then ``ingest.rate``), with the same formulas:
 ``scores.battle_percent``, ``survival_percent`` and ``running_means`` (compiled here without
 fast-math, so the same IEEE operations as in Python), and the rating step
-``all_pairings.step``, the very compiled function the upload path calls, exponentials included
-(numpy's own exp loop, ``ratings.numpy_exp``). It runs without a Python call per battle, which is
-what made the rebuild slow (the rating step was under half of its time).
+``all_pairings.step``, the very compiled function the upload path calls, exponentials included.
+It runs without a Python call per battle, which is what made the rebuild slow (the rating step was
+under half of its time).
 
 The pairings are kept in arrays indexed by a row per bot (``Pairings``), not by field position,
 so that a bot joining the field does not move them. Receive times are whole milliseconds (the
@@ -64,7 +64,6 @@ def replay_battles(
     work: np.ndarray,
     tau: float,
     upset_bonus: float,
-    exp_loop: int,
     at: np.ndarray,
     rows: np.ndarray,
     shares: np.ndarray,
@@ -100,4 +99,4 @@ def replay_battles(
         aps[b, a] = means[0, rows[k, 1], rows[k, 0]] / 100.0
         share_a = battle_percent(shares[k, 0], shares[k, 1]) / 100.0
         now = ms[k] * 1000 / 1e6
-        all_pairings.step(aps, active, table, xonstat_battles, n, a, b, share_a, now, work, tau, upset_bonus, exp_loop)
+        all_pairings.step(aps, active, table, xonstat_battles, n, a, b, share_a, now, work, tau, upset_bonus)

@@ -28,7 +28,7 @@ from rumble.ingest.apply import battle_shares, rate, record_pairings
 from rumble.maintenance import compiled_replay
 from rumble.rankings import scores
 from rumble.rankings.scores import Pairing
-from rumble.ratings import glicko2, numpy_exp, rank_points
+from rumble.ratings import glicko2, rank_points
 from rumble.ratings.columns import STEPPED
 from rumble.ratings.online import Field
 from rumble.store import (
@@ -177,15 +177,13 @@ def compiled(replay: Replay) -> bool:
         and replay.battle_id == 0
         and replay.arrays is None
         and not STEPPED
-        and numpy_exp.LOOP is not None  # numpy's exp callable from compiled code (rumble.ratings.numpy_exp)
     )
 
 
 def advance_compiled(db: Store, replay: Replay, up_to: int, progress: Callable[[int], None] | None = None) -> int:
     """``advance`` from the log's start for a replay that is ``compiled``, in compiled code
     (rumble.maintenance.compiled_replay): the same values, bit for bit, several times faster."""
-    exp_loop = numpy_exp.LOOP
-    if exp_loop is None or not compiled(replay):
+    if not compiled(replay):
         raise ValueError("this replay cannot be compiled: use advance")
     field = replay.field
     table = compiled_replay.Pairings(len(field.ids) + 64)
@@ -218,7 +216,6 @@ def advance_compiled(db: Store, replay: Replay, up_to: int, progress: Callable[[
                 field.work,
                 glicko2.TAU,
                 rank_points.UPSET_BONUS,
-                exp_loop,
                 at.reshape(-1, 2),
                 rows_of[k:stop],
                 shares[k:stop],

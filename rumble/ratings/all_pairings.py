@@ -10,8 +10,8 @@ compiled call (``step``) of three parts:
    g-factors as an opponent (its deviations grown for the time since its own last update), then
    one pass over A's pairings and one over B's that lay out each live game's score, g-factors
    and three exponents;
-2. ``numpy.exp`` over all the exponents at once (numpy's vectorised exp, its own loop called from
-   compiled code: ``numpy_exp``);
+2. the exponentials of all the exponents, in compiled code (``math.exp``, which numba compiles to
+   the C library's ``exp``);
 3. ``finish`` (compiled): each game's terms summed per bot in position order, then Glicko's and
    Glicko-2's combine steps, Rank Points and XonStat Elo, written into the field's table.
 
@@ -26,13 +26,14 @@ live pairing) and with two of LLVM's fast-math licences, reciprocals for divisio
 and fused multiply-adds, plus reassociation in ``finish``'s sums; none of them touches NaN or
 infinity handling.
 
-The games are laid out in position (bot-id) order and summed by the same compiled code online and
-in a rebuild, so the two agree bit for bit; against the pure modules' numpy versions, which sum
-in another order, the results agree to rounding (tests/ratings/test_all_pairings.py). "The same
-compiled code" means the same machine and build: numpy's exp and LLVM's vector code follow the
-CPU's instruction set (as numpy's sums did before this step was compiled), so a log moved to
-another machine rebuilds to values equal in all but the last bits, and online and rebuild agree
-bit for bit there again.
+The games are laid out in position (bot-id) order, exponentiated and summed by one compiled
+function, ``step``, which the upload path and the rebuild's replay both call: the two agree bit for
+bit by construction. Against the pure modules' numpy versions, which sum in another order and take
+numpy's exp (its own SIMD code on some CPUs, which can differ from the C library's in the last bit),
+the results agree to rounding (tests/ratings/test_all_pairings.py). "The same compiled function"
+means the same machine and build: LLVM's vector code follows the CPU's instruction set and ``exp``
+the C library's build, so a log moved to another machine rebuilds to values equal in all but the
+last bits, and online and rebuild agree bit for bit there again.
 
 Compiled code is cached next to this file (numba's ``cache=True``): a worker or a rebuild
 compiles once per installation, not once per process.
@@ -40,10 +41,12 @@ compiles once per installation, not once per process.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
-from rumble.ratings import elo, glicko, glicko2, numpy_exp, rank_points, xonstat
+from rumble.ratings import elo, glicko, glicko2, rank_points, xonstat
 from rumble.ratings.columns import ROW
 from rumble.ratings.glicko_common import terms
 
@@ -206,14 +209,13 @@ def step(
     work: np.ndarray,
     tau: float,
     upset_bonus: float,
-    exp_loop: int,
 ) -> None:
-    """``gather``, numpy's exp over the three exponent rows (its own loop, ``numpy_exp``), ``finish``:
-    the whole step in one compiled call, which the upload path and the rebuild both make."""
+    """``gather``, the exponentials of the three exponent rows, ``finish``: the whole step in one
+    compiled call, which the upload path (``rate_pair``) and the rebuild's replay both make."""
     count_a, total = gather(aps, active, table, n, a, b, now, work)
-    exp_buffer = np.empty(numpy_exp.BUFFER, dtype=np.intp)
     for row in range(X_ELO, X_GLICKO2 + 1):
-        numpy_exp.exp_in_place(exp_loop, exp_buffer, work, row, total)
+        for at in range(total):
+            work[row, at] = math.exp(work[row, at])
     finish(table, xonstat_battles, a, b, now, work, count_a, total, share_a, tau, upset_bonus)
 
 
@@ -236,10 +238,4 @@ def rate_pair(
     ``table`` and ``xonstat_battles`` gain both bots' new values; ``work`` is scratch space of at
     least WORK_ROWS × 2n (see ``gather``).
     """
-    if numpy_exp.LOOP is not None:
-        step(aps, active, table, xonstat_battles, n, a, b, share_a, now, work, tau, upset_bonus, numpy_exp.LOOP)
-        return
-    count_a, total = gather(aps, active, table, n, a, b, now, work)  # the same values, with np.exp between
-    exponents = work[X_ELO : X_GLICKO2 + 1, :total]
-    np.exp(exponents, out=exponents)
-    finish(table, xonstat_battles, a, b, now, work, count_a, total, share_a, tau, upset_bonus)
+    step(aps, active, table, xonstat_battles, n, a, b, share_a, now, work, tau, upset_bonus)

@@ -11,6 +11,8 @@ to rounding (relative 1e-12).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -113,11 +115,10 @@ def test_compiled_step_equals_the_pure_modules(seed):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_one_call_step_equals_gather_numpy_exp_finish_bit_for_bit(seed):
-    """``rate_pair`` (one compiled call taking numpy's exp loop from compiled code, rumble.ratings.numpy_exp)
-    against its three parts called from Python with ``np.exp`` itself between them, as the upload
-    path called them before: every value equal, bit for bit (on an AVX-512 CPU numpy's exp and the
-    C library's differ in the last bit for about one input in twenty)."""
+def test_one_call_step_equals_gather_the_c_librarys_exp_and_finish_bit_for_bit(seed):
+    """``rate_pair`` (one compiled call) against its parts called from Python, with CPython's
+    ``math.exp`` (the C library's exp) between them: every value equal, bit for bit. So the step's
+    exponentials are the C library's, not an approximation of them."""
     rng = np.random.default_rng(seed)
     n, now = 300, 1.8e9
     aps, active, table, battles = random_field(rng, n, now)
@@ -130,34 +131,11 @@ def test_one_call_step_equals_gather_numpy_exp_finish_bit_for_bit(seed):
             field[1][[a, b]] = True
         all_pairings.rate_pair(*one[:4], n, a, b, share_a, now, work)
         count_a, total = all_pairings.gather(aps, active, table, n, a, b, now, work)
-        exponents = work[all_pairings.X_ELO : all_pairings.X_GLICKO2 + 1, :total]
-        np.exp(exponents, out=exponents)
+        for row in range(all_pairings.X_ELO, all_pairings.X_GLICKO2 + 1):
+            work[row, :total] = [math.exp(x) for x in work[row, :total].tolist()]
         all_pairings.finish(
             table, battles, a, b, now, work, count_a, total, share_a, glicko2.TAU, rank_points.UPSET_BONUS
         )
         now += rng.uniform(0, DAY)
     assert np.array_equal(one[2].view(np.int64), table.view(np.int64))
     assert np.array_equal(one[3], battles)
-
-
-def test_without_numpys_exp_loop_the_step_takes_np_exp_between_two_calls_with_the_same_values(monkeypatch):
-    """If numpy's exp loop cannot be called from compiled code (a numpy whose layout differs:
-    rumble.ratings.numpy_exp.LOOP is None), rate_pair falls back to np.exp between gather and
-    finish: the same values, bit for bit, as with the loop."""
-    from rumble.ratings import numpy_exp
-
-    rng = np.random.default_rng(11)
-    n, now = 200, 1.8e9
-    aps, active, table, battles = random_field(rng, n, now)
-    fallback = (aps.copy(), active.copy(), table.copy(), battles.copy())
-    work = np.empty((all_pairings.WORK_ROWS, 2 * n))
-    moves = [(*(int(x) for x in rng.choice(n, 2, replace=False)), float(rng.random())) for _ in range(100)]
-    for a, b, share_a in moves:
-        active[[a, b]] = True
-        all_pairings.rate_pair(aps, active, table, battles, n, a, b, share_a, now, work)
-    monkeypatch.setattr(numpy_exp, "LOOP", None)
-    for a, b, share_a in moves:
-        fallback[1][[a, b]] = True
-        all_pairings.rate_pair(*fallback, n, a, b, share_a, now, work)
-    assert np.array_equal(fallback[2].view(np.int64), table.view(np.int64))
-    assert np.array_equal(fallback[3], battles)

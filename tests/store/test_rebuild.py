@@ -222,19 +222,3 @@ def _every_derived_row(db) -> dict[str, list[tuple]]:
         table: db.execute(f"SELECT * FROM {table} ORDER BY rumble_id, bot_id").fetchall()
         for table in ("pairings", "bot_summaries", "ratings", "missing_pairings", "participants")
     }
-
-
-def test_without_numpys_exp_loop_a_rebuild_replays_battle_by_battle_and_equals_online(app, client, upload, monkeypatch):
-    """With rumble.ratings.numpy_exp.LOOP None (numpy's loop not callable from compiled code), no
-    replay is compiled, and the rebuild still reproduces the online tables bit for bit."""
-    from rumble.maintenance import rebuild
-    from rumble.ratings import numpy_exp
-
-    _random_session(client, upload, random.Random(3))
-    db = store.connect(app.config["RUMBLE"]["DB"])
-    online = snapshot(db)
-    monkeypatch.setattr(numpy_exp, "LOOP", None)
-    monkeypatch.setattr(rebuild, "advance_compiled", None)  # would raise TypeError if it were called
-    _rebuild_all(db)
-    assert snapshot(db) == online
-    db.close()
