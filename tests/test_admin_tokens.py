@@ -51,6 +51,7 @@ def test_a_token_reads_rmb_id_secret_and_its_id_is_the_part_after_rmb():
         new_token() + "\n",
         "an old token without an id",
     ],
+    ids=["empty", "prefix", "short", "uppercase id", "long secret", "prefixed", "newline", "old"],
 )
 def test_anything_but_the_exact_form_has_no_id(presented):
     assert token_id(presented) is None

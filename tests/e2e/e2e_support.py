@@ -116,9 +116,15 @@ def _server_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def live_server(directory: Path, workers: int = 2, settings: dict[str, str] | None = None) -> Iterator[LiveServer]:
+def live_server(
+    directory: Path, workers: int = 2, settings: dict[str, str] | None = None, stop_signal: int = signal.SIGINT
+) -> Iterator[LiveServer]:
     """Start ``rumble serve`` on a new database in ``directory`` (``settings``: RUMBLE_* values by
-    name, else only the defaults apply); stop it (SIGTERM, then SIGKILL) after."""
+    name, else only the defaults apply); stop it after with ``stop_signal`` (then SIGKILL if it hangs).
+
+    SIGINT (Ctrl-C) is gunicorn's quick shutdown: the workers stop at once. SIGTERM (systemd's) is
+    its graceful one, which waits for every open connection, an idle keep-alive one included (up to
+    READ_TIMEOUT_SECONDS): a test's client that keeps one would cost it ten seconds."""
     db_path = directory / "rumble.db"
     output_path = directory / "server.out"
     host, port = free_address()
@@ -150,7 +156,7 @@ def live_server(directory: Path, workers: int = 2, settings: dict[str, str] | No
             _wait_until_up(server)
             yield server
         finally:
-            _stop(process)
+            _stop(process, stop_signal)
 
 
 def _wait_until_up(server: LiveServer) -> None:
@@ -167,10 +173,10 @@ def _wait_until_up(server: LiveServer) -> None:
     raise AssertionError(f"rumble serve did not answer GET / within {START_TIMEOUT_S} s:\n{server.output()}")
 
 
-def _stop(process: subprocess.Popen) -> None:
-    """SIGTERM to the gunicorn master (it stops its workers); SIGKILL to its process group if it hangs."""
+def _stop(process: subprocess.Popen, stop_signal: int) -> None:
+    """``stop_signal`` to the gunicorn master (it stops its workers); SIGKILL to its process group if it hangs."""
     if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(stop_signal)
         try:
             process.wait(STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:

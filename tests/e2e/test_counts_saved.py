@@ -5,6 +5,7 @@ workers save them otherwise only with a request half a minute after their last s
 from __future__ import annotations
 
 import http.client
+import signal
 import time
 from urllib.parse import urlsplit
 
@@ -30,7 +31,7 @@ def _remove(url: str) -> str:
 
 def test_a_stopping_server_saves_every_upload_and_refusal_it_counted(tmp_path):
     now = int(time.time() * 1000)
-    with live_server(tmp_path) as server:
+    with live_server(tmp_path, stop_signal=signal.SIGTERM) as server:  # systemd's stop: gunicorn's graceful one
         for k in range(12):
             sent = make_battle(f"count.A{k} 1.0", "count.B 1.0", (6000, 4000), (20, 15), now - k)
             status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(sent))
@@ -46,3 +47,19 @@ def test_a_stopping_server_saves_every_upload_and_refusal_it_counted(tmp_path):
         refusals = db.execute("SELECT reason, sum(requests) FROM removal_refusals GROUP BY reason").fetchall()
     assert uploads == [("accepted", 12)]
     assert refusals == [("not established", 7)]
+
+
+def test_a_server_stopped_with_ctrl_c_saves_its_counts_too(tmp_path):
+    now = int(time.time() * 1000)
+    with live_server(tmp_path, stop_signal=signal.SIGINT) as server:  # gunicorn's quick shutdown
+        for k in range(5):
+            sent = make_battle(f"count.A{k} 1.0", "count.B 1.0", (6000, 4000), (20, 15), now - k)
+            status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(sent))
+            assert (status, text.splitlines()[-1]) == (
+                200,
+                f"OK. {sent.first.name} vs {sent.second.name} received for roborumble",
+            )
+        db_path = server.db_path
+    with read_only(db_path) as db:
+        uploads = db.execute("SELECT outcome, sum(uploads) FROM upload_stats GROUP BY outcome").fetchall()
+    assert uploads == [("accepted", 5)]

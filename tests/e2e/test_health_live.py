@@ -5,6 +5,7 @@ upload and refusal counts the workers saved when they stopped are there after th
 from __future__ import annotations
 
 import http.client
+import signal
 import time
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
@@ -47,7 +48,7 @@ def _parse(text: str) -> datetime:
 
 def test_health_and_metrics_while_uploads_flow_and_after_a_restart(tmp_path):
     now = int(time.time() * 1000)
-    with live_server(tmp_path) as server:
+    with live_server(tmp_path, stop_signal=signal.SIGTERM) as server:
         for k in range(UPLOADS):
             sent = make_battle(f"live.A{k} 1.0", "live.B 1.0", (6000, 4000), (20, 15), now - k)
             status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(sent))
