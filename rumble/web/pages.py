@@ -243,7 +243,8 @@ def favicon():
 
 ROBOTS = """\
 # Pages are welcome; the rest would only cost the server: the client's endpoints, maintainers'
-# pages, the JSON (/api/v1/ and the pages' api=1), and the same tables sorted every other way.
+# pages, the JSON (/api/v1/ and the pages' api=1), the same tables sorted every other way, the bots'
+# jars (binaries for the battle clients) and the competitors' forms.
 User-agent: *
 Disallow: /UploadedResults
 Disallow: /RatingsFile
@@ -258,6 +259,8 @@ Disallow: /Pairing
 Disallow: /BotCompare
 Disallow: /BotDetails/
 Disallow: /RumbleStats/
+Disallow: /jars/
+Disallow: /Participants/enter
 """
 
 

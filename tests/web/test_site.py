@@ -165,7 +165,16 @@ def test_robots_txt_lets_crawlers_read_the_pages_and_nothing_else(client):
     robots.parse(text.splitlines())
     for path in ("/", "/Rankings?game=roborumble", f"/BotDetails?game=roborumble&name={quote_plus(A)}", "/feed"):
         assert robots.can_fetch("AnyBot", path), path
-    for path in ("/admin", "/admin/login", "/api/v1/rumbles", "/UploadedResults", "/RatingsFile?game=roborumble"):
+    assert robots.can_fetch("AnyBot", "/Participants?game=roborumble")
+    for path in (
+        "/admin",
+        "/admin/login",
+        "/api/v1/rumbles",
+        "/UploadedResults",
+        "/RatingsFile?game=roborumble",
+        "/jars/sample.Corners/1.0.jar",
+        "/Participants/enter",
+    ):
         assert not robots.can_fetch("AnyBot", path), path
     # the same tables in every order, and the JSON twins (wildcards, RFC 9309; Python's parser has none)
     assert {"Disallow: /*order=", "Disallow: /*api=1", "Disallow: /*columns="} <= set(text.splitlines())
