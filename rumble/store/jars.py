@@ -225,3 +225,17 @@ def set_approval_policy(db: Store, required: bool, by: str, now: str) -> None:
         "ON CONFLICT (name) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, set_at = excluded.set_at",
         ("1" if required else "0", by, now),
     )
+
+
+def stuck(db: Store, family: str, rumble_id: int, listed_before: str) -> list[dict]:
+    """Entries of the list of ``family`` listed at or before ``listed_before`` whose bot has had no
+    battle in the rumble ``rumble_id`` (the list's own rumble): name, when listed, and by whom, longest first."""
+    rows = db.execute(
+        "SELECT j.name, e.listed_at, e.entered_by FROM entries e JOIN jars j ON j.id = e.jar_id "
+        "WHERE e.family = ? AND e.state = 'listed' AND e.listed_at <= ? AND NOT EXISTS ("
+        "  SELECT 1 FROM bots b JOIN bot_summaries s ON s.bot_id = b.id AND s.rumble_id = ? "
+        "  WHERE b.full_name = j.name AND s.battles > 0"
+        ") ORDER BY e.listed_at, j.name",
+        (family, listed_before, rumble_id),
+    ).fetchall()
+    return [{"name": name, "listed_at": at[:19], "entered_by": by} for name, at, by in rows]

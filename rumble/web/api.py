@@ -133,13 +133,13 @@ ENDPOINTS = [
         "rule": "/api/v1/stats",
         "summary": "Contributors, battles per day and rumble counts over every rumble (as /RumbleStats).",
         "params": {},
-        "fields": "game (null), days, rumbles, uploaders: [{uploader, battles, recent, last_upload}], uploads_per_day: [{day, battles}], retirements: [{game, name, at, source (address cut to its network), retired}], lacking_pairings ([])",
+        "fields": "game (null), days, rumbles, uploaders: [{uploader, battles, recent, last_upload}], uploads_per_day: [{day, battles}], retirements: [{game, name, at, source (address cut to its network), retired}], lacking_pairings ([]), stuck ([]), stuck_after_hours",
     },
     {
         "rule": "/api/v1/rumbles/<game>/stats",
         "summary": "The same for one rumble, with the bots lacking pairings.",
         "params": {},
-        "fields": "as /api/v1/stats, and lacking_pairings: [{name, missing, battles, last_battle}]",
+        "fields": "as /api/v1/stats, and lacking_pairings: [{name, missing, battles, last_battle}], stuck: [{name, listed_at, entered_by}] (bots listed on its participants list for a day without a battle), stuck_after_hours",
     },
     {
         "rule": "/api/v1/rumbles/<game>/export/<any(rankings, pairings, battles):table>.<any(csv, json):fmt>",

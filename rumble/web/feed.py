@@ -1,6 +1,6 @@
 """The Atom feed of ladder events (RFC 4287), at /feed for every rumble and /feed/<game> for one:
 a new bot has met every active participant, a new number 1 (daily snapshot), a bot retired, an
-uploader flagged by the consistency test. Written with the standard library's ElementTree; each
+uploader flagged by the consistency test, a listed bot stuck without a battle. Written with the standard library's ElementTree; each
 entry's id is a name-based UUID of the server, rumble, kind and subject, so a reader never sees
 one event twice."""
 
@@ -9,14 +9,14 @@ from __future__ import annotations
 import re
 import uuid
 import xml.etree.ElementTree as ET
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from flask import Blueprint, Response, current_app, request, url_for
 
 from rumble.store import format_time, ladder_events, read, stats, uploader_battles
 from rumble.web import get_db, now
 from rumble.web.lookup import rumble_or_404
-from rumble.web.page_data import public_source
+from rumble.web.page_data import STUCK_AFTER, public_source, stuck_bots
 from rumble.web.uploader_data import kept, uploader_table
 
 bp = Blueprint("feed", __name__)
@@ -34,9 +34,28 @@ def atom_time(stored: str) -> str:
 
 
 def events(db, game: str) -> list[dict]:
-    """The ladder events of one rumble, kept per worker like the uploader table (uploader_data.kept)."""
+    """The ladder events of one rumble: those the log makes kept per worker like the uploader table
+    (uploader_data.kept), and the stuck bots read afresh (a bot becomes stuck as time passes, with
+    no change to the log)."""
     rid = rumble_or_404(game)
-    return kept(db, rid, "feed", lambda: read_events(db, game, rid))
+    with read(db):
+        stuck = stuck_bots(db, game, rid)
+    return kept(db, rid, "feed", lambda: read_events(db, game, rid)) + [stuck_event(game, row) for row in stuck]
+
+
+def stuck_event(game: str, row: dict) -> dict:
+    """The event of a listed bot without a battle (page_data.stuck_bots), dated when it became stuck."""
+    became = datetime.fromisoformat(row["listed_at"]).replace(tzinfo=UTC) + STUCK_AFTER
+    return {
+        "kind": "stuck",
+        "key": f"{row['name']}/{row['listed_at']}",
+        "title": f"{row['name']} is stuck in {game}: no battle since it was listed",
+        "summary": f"{row['name']} has been on the participants list of {game} since {row['listed_at']} UTC "
+        "and no client has uploaded a battle of it: its jar may not run.",
+        "at": format_time(became),
+        "link": url_for("participants.jar_page", name=row["name"]),
+        "game": game,
+    }
 
 
 def read_events(db, game: str, rid: int) -> list[dict]:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import ipaddress
 from datetime import timedelta
 
+from flask import current_app
+
 from rumble.rankings import page_figures, ties
 from rumble.ratings import weng_lin
 from rumble.ratings.columns import RATINGS
 from rumble.ratings.online import provisional
-from rumble.store import format_time, melee_battles, pairings, stats, tables, trust, upload_stats
+from rumble.store import format_time, jars, melee_battles, pairings, stats, tables, trust, upload_stats
 from rumble.store.rumbles import rumble_id, rumble_rows
 from rumble.web import confidence_data, now
 from rumble.web.lookup import STATS_DAYS
@@ -30,6 +32,9 @@ COLUMN_TITLES = {
 }
 # A melee rumble's columns from its whole battles (rumble/ingest/melee.py), after XonStat Elo (which in a
 # melee rumble is the battle-level one too).
+# A listed bot with no battle after this long is shown as stuck (/RumbleStats, the feed): a client
+# runs every listed bot within its first iterations, which take minutes.
+STUCK_AFTER = timedelta(days=1)
 MELEE_TITLES = {"mu": "μ", "sigma": "σ", "conservative": "μ − 3σ", "melee_battles": "Melee battles"}
 
 
@@ -109,11 +114,23 @@ def stats_page(db, game: str | None) -> dict:
         "uploaders": stats.uploaders(db, rid, since),
         "uploads_per_day": stats.uploads_per_day(db, rid, since),
         "lacking_pairings": stats.lacking_pairings(db, rid) if rid is not None else [],
+        "stuck": stuck_bots(db, game, rid) if game is not None and rid is not None else [],
+        "stuck_after_hours": STUCK_AFTER // timedelta(hours=1),
         "standings": public_standings(db, rid) if rid is not None else [],
         "uploads": upload_stats.per_day(db, game, since[:10]),
         "upload_errors": upload_stats.latest_errors(db) if game is None else [],
         "retirements": [dict(r, source=public_source(r["source"])) for r in stats.retirements(db, rid)],
     }
+
+
+def stuck_bots(db, game: str, rid: int) -> list[dict]:
+    """Bots listed on ``game``'s participants list for STUCK_AFTER or longer that have had no battle
+    in it: a jar the clients cannot run, or a list no client reads. A division follows its
+    family's list, where a bot that does not fit the division rightly never fights: none there."""
+    settings = current_app.extensions["rumble.rumbles"].get(game)
+    if settings is None or (settings.family or game) != game:
+        return []
+    return jars.stuck(db, game, rid, format_time(now() - STUCK_AFTER))
 
 
 def public_standings(db, rid: int) -> list[dict]:

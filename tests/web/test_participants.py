@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import io
 import re
+from datetime import datetime, timedelta
+from xml.etree import ElementTree
 
 import pytest
 from conftest import audit_rows, battle, maintainer_token
@@ -500,3 +502,38 @@ def test_the_browser_form_enters_a_bot_and_shows_the_token_once(app, client):
             "error": "no jar: send it as the multipart field 'jar', or as the body with Content-Type application/java-archive"
         },
     )
+
+
+def test_a_bot_listed_for_a_day_without_a_battle_is_shown_stuck_on_the_stats_page_and_in_the_feed(
+    app, client, upload, clock
+):
+    token = sign_up(client)
+    for name in ("jd.Walls 1.0", "jd.Crazy 2.1b"):
+        assert enter(client, token, name).status_code == 200
+    listed_at = client.get("/Participants/bot?name=jd.Walls+1.0&api=1").json["entries"][0]["listed_at"][:19]
+    assert upload(battle("jd.Crazy 2.1b", "sample.Corners 1.0")).kind.name == "ACCEPTED"
+
+    def stuck(game: str = "roborumble") -> list[str]:
+        return [row["name"] for row in client.get(f"/RumbleStats?game={game}&api=1").json["stuck"]]
+
+    def feed_entries() -> list[tuple[str, str, str]]:
+        atom = "{http://www.w3.org/2005/Atom}"
+        root = ElementTree.fromstring(client.get("/feed/roborumble").data)
+        return [
+            (e.find(f"{atom}category").get("term"), e.findtext(f"{atom}title"), e.findtext(f"{atom}updated"))
+            for e in root.iter(f"{atom}entry")
+            if e.find(f"{atom}category").get("term") == "stuck"
+        ]
+
+    clock.advance(hours=23, minutes=59)
+    assert stuck() == [] and feed_entries() == []
+    clock.advance(minutes=2)
+    rows = client.get("/RumbleStats?game=roborumble&api=1").json["stuck"]
+    assert rows == [{"name": "jd.Walls 1.0", "listed_at": listed_at, "entered_by": "competitor Jane"}]
+    became = (datetime.strptime(listed_at, "%Y-%m-%d %H:%M:%S") + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert feed_entries() == [("stuck", "jd.Walls 1.0 is stuck in roborumble: no battle since it was listed", became)]
+    page = client.get("/RumbleStats?game=roborumble").get_data(as_text=True)
+    assert re.search(r"<tr><td><a href=\"/Participants/bot\?name=jd.Walls\+1.0\">jd.Walls 1.0</a></td>", page)
+    assert stuck("minirumble") == []  # a division follows the list, but a bot need not fit it
+    assert upload(battle("jd.Walls 1.0", "sample.Corners 1.0")).kind.name == "ACCEPTED"
+    assert stuck() == [] and feed_entries() == []
