@@ -242,6 +242,18 @@ SETTINGS = (
         int,
     ),
     Setting(
+        "JAR_FETCH_TIMEOUT_SECONDS",
+        20.0,
+        "Longest a fetch of a jar entered by its URL may take in all (seconds), redirects included.",
+        float,
+    ),
+    Setting(
+        "JAR_FETCH_PRIVATE",
+        False,
+        "Whether a jar entered by its URL may be fetched from a loopback, private or other non-public address (a club ladder on a private network; never on a public server, where it would let a competitor reach this machine's and its network's services).",
+        _yes,
+    ),
+    Setting(
         "ENTRIES_NEED_APPROVAL",
         False,
         "Whether a competitor's new entry waits for a maintainer's approval before it is listed (maintainers may change it while the server runs).",

@@ -31,6 +31,7 @@ from rumble import admin_tokens, store
 from rumble.ingest import entries
 from rumble.ingest.entries import Actor, Refused
 from rumble.ingest.jar_check import JarRefused, Limits, check_jar
+from rumble.ingest.jar_fetch import fetch_jar
 from rumble.store import competitors, jars, maintainers
 from rumble.web import get_db, now
 from rumble.web.admin_auth import admin_required
@@ -269,21 +270,30 @@ def _limits() -> Limits:
     )
 
 
-def _jar_body() -> tuple[bytes | None, str, int]:
-    """The jar the request carries: the multipart field ``jar``, or the whole body when its type
-    is a jar's; (None, why, status) otherwise. Never more than MAX_JAR_BYTES + 1 bytes are read of it."""
+def _jar_body(values) -> tuple[bytes | None, str, int]:
+    """The jar the request carries: the multipart field ``jar``, the whole body when its type is a
+    jar's, or what the field ``url`` points at, fetched once (rumble.ingest.jar_fetch); (None, why,
+    status) otherwise. Never more than MAX_JAR_BYTES + 1 bytes are read of it."""
     limit = _settings()["MAX_JAR_BYTES"]
+    url = "" if request.mimetype in RAW_TYPES else str(values.get("url", "")).strip()
+    upload = None if request.mimetype in RAW_TYPES else request.files.get("jar")
     if request.mimetype in RAW_TYPES:
         data = request.stream.read(limit + 1)
-    else:
-        upload = request.files.get("jar")
-        if upload is None or not upload.filename:
-            return (
-                None,
-                "no jar: send it as the multipart field 'jar', or as the body with Content-Type application/java-archive",
-                400,
-            )
+    elif upload is not None and upload.filename:
         data = upload.stream.read(limit + 1)
+    elif url:
+        settings = _settings()
+        try:
+            data = fetch_jar(url, limit, settings["JAR_FETCH_TIMEOUT_SECONDS"], settings["JAR_FETCH_PRIVATE"])
+        except JarRefused as refused:
+            return None, str(refused), 400
+    else:
+        return (
+            None,
+            "no jar: send it as the multipart field 'jar', as the body with Content-Type application/java-archive, "
+            "or give its URL in the field 'url'",
+            400,
+        )
     if len(data) > limit:
         return None, f"the jar is larger than {limit} bytes (MAX_JAR_BYTES)", 413
     if not data:
@@ -314,7 +324,7 @@ def enter():
         except Refused as refused:
             _record("enter", actor, str(refused), {**asked, "error": str(refused)})
             return _problem(str(refused), refused.status)
-        content, why, status = _jar_body()
+        content, why, status = _jar_body(values)
     except RequestEntityTooLarge:
         limit = _settings()["MAX_JAR_BYTES"]
         _record("enter", None, "too large")

@@ -499,7 +499,8 @@ def test_the_browser_form_enters_a_bot_and_shows_the_token_once(app, client):
     assert (no_file.status_code, no_file.json) == (
         400,
         {
-            "error": "no jar: send it as the multipart field 'jar', or as the body with Content-Type application/java-archive"
+            "error": "no jar: send it as the multipart field 'jar', as the body with Content-Type "
+            "application/java-archive, or give its URL in the field 'url'"
         },
     )
 

@@ -1,0 +1,119 @@
+"""A bot's jar fetched once from the URL its author gives (``POST /Participants/enter`` with ``url``).
+
+The server fetches for a competitor who has a token, so the fetch is what a stranger on the
+internet could make this machine do: only ``http://`` and ``https://`` URLs, on a host whose every
+address is public (never loopback, a private network, link-local or the like, so that a URL cannot
+reach this machine's or its network's services), connected to the very address that was checked (a
+name that resolves differently the second time gains nothing), at most ``REDIRECTS`` redirects,
+each checked the same way, no content encoding, at most ``limit`` bytes read, and the whole fetch
+within ``timeout`` seconds. Each refusal says what was wrong (``JarRefused``).
+
+The standard library's ``http.client`` does the HTTP; only its documented ``connect`` is replaced,
+to connect to the checked address (with TLS verified against the URL's host name).
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import socket
+import ssl
+import time
+from urllib.parse import urljoin, urlsplit
+
+from rumble.ingest.jar_check import JarRefused
+
+REDIRECTS = 3
+BLOCK = 64 * 1024
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+
+class _Pinned(http.client.HTTPConnection):
+    """An HTTP(S) connection to ``address``, for the URL's ``host`` (its Host header and, with
+    ``context``, the name its TLS certificate must bear)."""
+
+    def __init__(self, host: str, address: str, port: int, timeout: float, context: ssl.SSLContext | None) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self.address, self.context = address, context
+        self.default_port = 443 if context is not None else 80  # the Host header omits the scheme's own port
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self.address, self.port), self.timeout)
+        self.sock = sock if self.context is None else self.context.wrap_socket(sock, server_hostname=self.host)
+
+
+def _public(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_global and not ip.is_multicast and (mapped is None or mapped.is_global)
+
+
+def _address(host: str, port: int, private_ok: bool) -> str:
+    """The address to connect to for ``host``: the first it resolves to, once every one is public."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise JarRefused(f"the jar URL's host {host[:80]!r} could not be resolved") from None
+    addresses = [str(info[4][0]) for info in found]
+    if not addresses:
+        raise JarRefused(f"the jar URL's host {host[:80]!r} could not be resolved")
+    if not private_ok and not all(_public(address) for address in addresses):
+        raise JarRefused(f"the jar URL's host {host[:80]!r} is not on the public internet")
+    return addresses[0]
+
+
+def fetch_jar(url: str, limit: int, timeout: float, private_ok: bool = False) -> bytes:
+    """The body of ``url`` (following up to REDIRECTS redirects): at most ``limit`` bytes, within
+    ``timeout`` seconds in all; ``JarRefused`` saying why otherwise."""
+    deadline = time.monotonic() + timeout
+    for _ in range(REDIRECTS + 1):
+        parts = urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError:
+            raise JarRefused("the jar URL's port is not a number from 0 to 65535") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise JarRefused("the jar URL must be an http:// or https:// URL with a host")
+        if parts.username is not None or parts.password is not None:
+            raise JarRefused("the jar URL must not carry a user name or password")
+        https = parts.scheme == "https"
+        port = port or (443 if https else 80)
+        address = _address(parts.hostname, port, private_ok)
+        left = deadline - time.monotonic()
+        context = ssl.create_default_context() if https else None
+        connection = _Pinned(parts.hostname, address, port, max(0.1, left), context)
+        try:
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            connection.request(
+                "GET", target, headers={"User-Agent": "rumble (jar fetch)", "Accept-Encoding": "identity"}
+            )
+            response = connection.getresponse()
+            if response.status in REDIRECT_STATUSES and response.getheader("Location"):
+                url = urljoin(url, response.getheader("Location", ""))
+                continue
+            if response.status != 200:
+                raise JarRefused(f"the jar URL answered {response.status} {response.reason}"[:120])
+            encoding = (response.getheader("Content-Encoding") or "identity").strip().lower()
+            if encoding != "identity":
+                raise JarRefused(f"the jar URL sent it with Content-Encoding {encoding[:40]!r}; a jar is sent as it is")
+            blocks, size = [], 0
+            while size <= limit:
+                if time.monotonic() > deadline:
+                    raise JarRefused(f"fetching the jar took longer than {timeout:g} s")
+                block = response.read1(min(BLOCK, limit + 1 - size))  # what has arrived, so the deadline is checked
+                if not block:
+                    break
+                blocks.append(block)
+                size += len(block)
+            if size > limit:
+                raise JarRefused(f"the jar at the URL is larger than {limit} bytes (MAX_JAR_BYTES)")
+            return b"".join(blocks)
+        except TimeoutError:
+            raise JarRefused(f"fetching the jar took longer than {timeout:g} s") from None
+        except ssl.SSLError as error:
+            raise JarRefused(f"the jar URL's TLS failed: {error.reason or error}"[:160]) from None
+        except (OSError, http.client.HTTPException) as error:
+            raise JarRefused(f"the jar URL could not be fetched: {type(error).__name__}"[:160]) from None
+        finally:
+            connection.close()
+    raise JarRefused(f"the jar URL redirected more than {REDIRECTS} times")
