@@ -7,6 +7,7 @@ start one.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from flask import Flask
@@ -81,6 +82,18 @@ def prepare_database(values: dict[str, Any], rumbles: dict) -> None:
             apply_to_rumble_rows(db, rumbles)  # the settings maintainers changed from /admin win
     finally:
         db.close()
+
+
+def save_counts_every(app: Flask) -> None:
+    """Save the worker's counts every COUNTS_SAVE_SECONDS, through its writer, for as long as it
+    runs (``rumble serve`` runs this in a thread of each worker)."""
+    from rumble.web.client import save_counts_now
+
+    values = app.config["RUMBLE"]
+    db = store.connect(values["DB"], migrate=False)
+    while True:
+        time.sleep(values["COUNTS_SAVE_SECONDS"])
+        save_counts_now(db, app.extensions.get("rumble.writer"), values["DB"])
 
 
 def save_counts(db_path: str) -> None:

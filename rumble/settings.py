@@ -174,6 +174,12 @@ SETTINGS = (
         int,
     ),
     Setting(
+        "COUNTS_SAVE_SECONDS",
+        30.0,
+        "How often each `rumble serve` worker saves the upload and refused-removal counts it keeps in memory (seconds); it also saves them as it stops.",
+        float,
+    ),
+    Setting(
         "READ_TIMEOUT_SECONDS",
         10.0,
         "A request's headers must arrive within this many seconds (of the connection's opening, or of the previous answer on a kept-alive connection), and its body within as many again; else the connection is closed (an unfinished body is first answered as unreadable).",

@@ -10,6 +10,7 @@ import math
 import os
 import resource
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     if values["CONNECTIONS"] < 1:
         raise click.ClickException(f"CONNECTIONS must be at least 1, not {values['CONNECTIONS']}")
     connections = _connection_limit(values["CONNECTIONS"])
-    from rumble.app import save_counts
+    from rumble.app import save_counts, save_counts_every
     from rumble.ingest import fields
     from rumble.server import single_writer
 
@@ -108,6 +109,9 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             # The ratings copies are read before the first request, so that no upload or removal waits for it.
             app = create_app(preload_fields=True)
             app.extensions["rumble.writer"] = single_writer.Writer(writer.path)  # uploads' transactions
+            # The worker's upload and refusal counts, saved every COUNTS_SAVE_SECONDS whether or not
+            # another request comes (a thread, that is a greenlet under gevent).
+            threading.Thread(target=save_counts_every, args=(app,), name="counts", daemon=True).start()
             pages: Any = app
             if values["PAGES_IN_THREADS"]:
                 # Two threads more than the page slots (rumble.web.capacity), which answer the requests over them 503.

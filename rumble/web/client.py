@@ -140,6 +140,18 @@ def _after_answer(counts: Counts, db: Store, writer: Writer | None) -> None:
         _save(db, writer, work, "the upload counts")
 
 
+def save_counts_now(db: Store, writer: Writer | None, path: str) -> None:
+    """Save whatever upload and refused-removal counts this worker holds for the database at
+    ``path`` (``rumble serve`` calls it on a timer, so that counts reach /RumbleStats and /metrics
+    without waiting for a later request)."""
+    taken = counts_for(path).take(force=True)
+    if taken is not None:
+        _save(db, writer, partial(upload_stats.add_counts, counts=taken[0], errors=taken[1]), "the upload counts")
+    refused = refusals_for(path).take(force=True)
+    if refused is not None:
+        _save(db, writer, partial(trust.add_refusals, counts=refused), "the counts of refused removals")
+
+
 def _save(db: Store, writer: Writer | None, work: Callable[[Store], None], what: str) -> None:
     """Write ``work`` (counts a worker kept): through the writer process, in the transaction of its
     next group, when there is one, so that no worker waits for the write lock (under gevent that

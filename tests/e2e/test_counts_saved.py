@@ -63,3 +63,29 @@ def test_a_server_stopped_with_ctrl_c_saves_its_counts_too(tmp_path):
     with read_only(db_path) as db:
         uploads = db.execute("SELECT outcome, sum(uploads) FROM upload_stats GROUP BY outcome").fetchall()
     assert uploads == [("accepted", 5)]
+
+
+def test_a_running_server_saves_its_counts_on_a_timer_without_a_later_request(tmp_path):
+    """No request comes after the uploads and the removals: each worker's timer saves the counts
+    (COUNTS_SAVE_SECONDS, 1 s here) while the server runs. Waited for up to the client's 10 s."""
+    now = int(time.time() * 1000)
+    with live_server(tmp_path, settings={"COUNTS_SAVE_SECONDS": "1"}) as server:
+        for k in range(6):
+            sent = make_battle(f"count.A{k} 1.0", "count.B 1.0", (6000, 4000), (20, 15), now - k)
+            status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(sent))
+            assert (status, text.splitlines()[-1]) == (
+                200,
+                f"OK. {sent.first.name} vs {sent.second.name} received for roborumble",
+            )
+        for _ in range(3):
+            assert _remove(server.url).startswith("OK. ERROR: uploader Jane Doe@127.0.0.0/24 is not established")
+        deadline = time.monotonic() + 10.0
+        while True:
+            with read_only(server.db_path) as db:
+                uploads = db.execute("SELECT outcome, sum(uploads) FROM upload_stats GROUP BY outcome").fetchall()
+                refusals = db.execute("SELECT reason, sum(requests) FROM removal_refusals GROUP BY reason").fetchall()
+            if (uploads, refusals) == ([("accepted", 6)], [("not established", 3)]) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert (uploads, refusals) == ([("accepted", 6)], [("not established", 3)])
+        assert server.process.poll() is None  # saved by the running server, not as it stopped
