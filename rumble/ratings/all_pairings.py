@@ -10,8 +10,8 @@ compiled call (``step``) of three parts:
    g-factors as an opponent (its deviations grown for the time since its own last update), then
    one pass over A's pairings and one over B's that lay out each live game's score, g-factors
    and three exponents;
-2. the exponentials of all the exponents, in compiled code (``math.exp``, which numba compiles to
-   the C library's ``exp``);
+2. the exponentials of all the exponents, in compiled code (``rumble.ratings.exp``: plain
+   arithmetic, which the compiler vectorises, unlike a call to the C library's ``exp``);
 3. ``finish`` (compiled): each game's terms summed per bot in position order, then Glicko's and
    Glicko-2's combine steps, Rank Points and XonStat Elo, written into the field's table.
 
@@ -29,11 +29,11 @@ infinity handling.
 The games are laid out in position (bot-id) order, exponentiated and summed by one compiled
 function, ``step``, which the upload path and the rebuild's replay both call: the two agree bit for
 bit by construction. Against the pure modules' numpy versions, which sum in another order and take
-numpy's exp (its own SIMD code on some CPUs, which can differ from the C library's in the last bit),
-the results agree to rounding (tests/ratings/test_all_pairings.py). "The same compiled function"
-means the same machine and build: LLVM's vector code follows the CPU's instruction set and ``exp``
-the C library's build, so a log moved to another machine rebuilds to values equal in all but the
-last bits, and online and rebuild agree bit for bit there again.
+numpy's exp (within an ulp of this one), the results agree to rounding
+(tests/ratings/test_all_pairings.py). "The same compiled function" means the same machine and
+build: LLVM's vector code for the sums follows the CPU's instruction set, so a log moved to another
+machine rebuilds to values equal in all but the last bits, and online and rebuild agree bit for
+bit there again.
 
 Compiled code is cached next to this file (numba's ``cache=True``): a worker or a rebuild
 compiles once per installation, not once per process.
@@ -41,13 +41,12 @@ compiles once per installation, not once per process.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
 from rumble.ratings import elo, glicko, glicko2, rank_points, xonstat
 from rumble.ratings.columns import ROW
+from rumble.ratings.exp import exp
 from rumble.ratings.glicko_common import terms
 
 # Rows of a field's value table (rumble.ratings.online.Field.table), as the declaration lays them out
@@ -215,7 +214,7 @@ def step(
     count_a, total = gather(aps, active, table, n, a, b, now, work)
     for row in range(X_ELO, X_GLICKO2 + 1):
         for at in range(total):
-            work[row, at] = math.exp(work[row, at])
+            work[row, at] = exp(work[row, at])
     finish(table, xonstat_battles, a, b, now, work, count_a, total, share_a, tau, upset_bonus)
 
 
