@@ -66,6 +66,9 @@ PAGES = [
     ("api-reference", "/api/v1/", 2600),
     ("api-uploaders", "/api/v1/rumbles/roborumble/uploaders", 1500),
     ("feed-roborumble", "/feed/roborumble", 1500),
+    ("participants", "/Participants?game=roborumble", 1300),
+    ("participants-jar", f"/Participants/bot?name={quote_plus('demo.Aurora 2.1')}", 900),
+    ("participants-enter", "/Participants/enter", 1100),
 ]  # (file name, path, window height)
 ADMIN_PAGES = [
     ("admin-uploaders", "/admin/uploaders?game=roborumble", 1100),

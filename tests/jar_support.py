@@ -5,6 +5,7 @@ as the real client's jar check wants them (protocol.md section 4)."""
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can state: a constant, not a clock
@@ -34,3 +35,24 @@ def make_jar(
             # The zip format's earliest time for every entry: the same name gives the same bytes (and hash) on every call.
             archive.writestr(zipfile.ZipInfo(path, date_time=ZIP_EPOCH), content, zipfile.ZIP_DEFLATED)
     return buffer.getvalue()
+
+
+# The client's own participants-list rule (protocol.md section 3): name, one space, version; a link starting with http.
+CLIENT_LINE = re.compile(r"[\w\.]+[ ][\w\.-]+")
+
+
+def client_reads(text: str) -> list[tuple[str, str]]:
+    """The entries the real client takes from a participants list: the lines strictly between a
+    line containing <pre> and one containing </pre>, each split on ',' into exactly two parts."""
+    found, inside = [], False
+    for line in re.split(r"\r\n|\r|\n", text):
+        if "</pre>" in line:
+            inside = False
+        elif "<pre>" in line:
+            inside = True
+        elif inside and line.strip():
+            parts = line.split(",")
+            assert len(parts) == 2 and CLIENT_LINE.fullmatch(parts[0].strip()), line
+            assert parts[1].strip().startswith("http"), line
+            found.append((parts[0].strip(), parts[1].strip()))
+    return found

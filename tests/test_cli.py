@@ -5,10 +5,16 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from conftest import audit_rows
+from jar_support import client_reads
 
 from rumble import store
+from rumble.app import create_app
 from rumble.cli import cli
+from rumble.ingest.jar_check import Limits, check_jar
+from rumble.maintenance.demo import DEMO_BOTS
 from rumble.store.tables import snapshot
+from rumble.web import close_thread_db
 
 
 def _run(*args: str):
@@ -20,9 +26,26 @@ def test_demo_loads_a_ranked_rumble(tmp_path):
     db = str(tmp_path / "d.db")
     result = _run("demo", "--db", db, "--battles", "250")
     assert result.exit_code == 0 and "loaded 250 demo battles into roborumble" in result.output
+    assert "rumble: listed 20 demo robots on its participants list (/Participants?game=roborumble)" in result.output
     conn = store.connect(db)
     assert conn.execute("SELECT count(*) FROM bot_summaries").fetchone()[0] == 20
     conn.close()
+
+
+def test_the_demo_lists_its_robots_on_the_participants_list_as_a_maintainer_would(tmp_path):
+    db = str(tmp_path / "d.db")
+    assert _run("demo", "--db", db, "--battles", "50").exit_code == 0
+    app = create_app({"DB": db, "BATCH_INTERVAL_MINUTES": 0})
+    client = app.test_client()
+    listed = client_reads(client.get("/Participants?game=roborumble").get_data(as_text=True))
+    assert sorted(name for name, _ in listed) == sorted(DEMO_BOTS)
+    for name, url in listed:  # each jar passes the checks the real client makes (protocol.md 4)
+        jar = client.get(url.removeprefix("http://localhost"))
+        assert jar.status_code == 200 and jar.headers["Content-Type"] == "application/java-archive"
+        assert check_jar(jar.data, name, False, Limits(1 << 20, 100, 1 << 20)).name == name
+    rows = audit_rows(app)
+    assert {(row["who"], row["action"]) for row in rows} == {("demo", "enter")} and len(rows) == 20
+    close_thread_db()
 
 
 def test_rebuild_reports_and_keeps_the_tables(tmp_path):

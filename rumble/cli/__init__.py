@@ -190,7 +190,13 @@ def _log_to_stderr(level: int) -> None:
 
 
 def _load_demo(values: dict, count: int = 600) -> None:
-    from rumble.maintenance.demo import load_demo
+    """The demo battles, then the demo robots' jars on roborumble's participants list (as
+    ``rumble participants add`` enters them, audited as the maintainer "demo")."""
+    import tempfile
+
+    from rumble.cli.participant_commands import add_jars
+    from rumble.ingest.entries import Actor
+    from rumble.maintenance.demo import load_demo, write_demo_jars
     from rumble.protocol.games import load_rumbles
 
     rumble = load_rumbles(values["RUMBLES_FILE"]).get("roborumble")
@@ -200,9 +206,15 @@ def _load_demo(values: dict, count: int = 600) -> None:
     try:
         with tqdm(total=count, desc="demo battles", unit="battle", disable=None) as bar:
             stored = load_demo(conn, rumble.name, rumble.rounds, rumble.field, count, bar.update)
+        with tempfile.TemporaryDirectory(prefix="rumble-demo-jars-") as folder:
+            jars = write_demo_jars(Path(folder))
+            refused = add_jars(conn, values, rumble.name, jars, Actor(who="demo", maintainer=True), report=False)
     finally:
         conn.close()
     click.echo(f"rumble: loaded {stored} demo battles into {rumble.name}")
+    click.echo(
+        f"rumble: listed {len(jars) - refused} demo robots on its participants list (/Participants?game={rumble.name})"
+    )
 
 
 @cli.command()

@@ -75,53 +75,73 @@ def add(db: str | None, game: str, name: str | None, owner: str | None, jars: tu
     replaces the old one, which is retired). Each jar's name is the one bot its .properties (or
     .team) names, unless --name gives it. Refused jars are named with why; exit status 1 if any."""
     from rumble.ingest import entries
-    from rumble.ingest.jar_check import JarRefused, Limits, check_jar, names_in
     from rumble.store import competitors
 
     if name is not None and len(jars) != 1:
         raise click.BadParameter("--name names one jar; give one JAR with it", param_hint="--name")
     values, conn = _open(db)
-    refused = 0
     try:
         who = _maintainer(conn)
-        rumbles = _rumbles(values)
-        try:
-            family = entries.family_of(rumbles, game)
-        except entries.Refused as error:
-            raise click.ClickException(str(error)) from None
         owner_id = None
         if owner is not None:
             found = [row for row in competitors.accounts(conn) if row["name"] == owner and row["revoked_at"] is None]
             if not found:
                 raise click.ClickException(f"no competitor account {owner!r} with a valid token")
             owner_id = found[0]["id"]
-        limits = Limits(values["MAX_JAR_BYTES"], values["MAX_JAR_FILES"], values["MAX_JAR_UNPACKED_BYTES"])
-        actor = entries.Actor(who=who, maintainer=True)
-        for path in tqdm(jars, desc="jars", unit="jar", disable=None if len(jars) > 1 else True):
-            try:
-                if path.stat().st_size > limits.size:
-                    raise JarRefused(f"the jar is {path.stat().st_size} bytes; at most {limits.size} are taken")
-                content = path.read_bytes()
-                bot = name
-                if bot is None:
-                    named = names_in(content, family.teams, limits)
-                    if len(named) != 1:
-                        raise JarRefused(
-                            f"the jar names {len(named)} bots ({', '.join(named) or 'none'}): give --name for it"
-                        )
-                    (bot,) = named
-                checked = check_jar(content, bot, family.teams, limits)
-                result = entries.enter(conn, rumbles, game, checked, content, actor, False, 0, _now(), owner=owner_id)
-            except (JarRefused, entries.Refused) as error:
-                refused += 1
-                tqdm.write(f"{path}: refused: {error}")
-                continue
-            replaced = f", replacing {result['replaced']}" if result["replaced"] else ""
-            tqdm.write(f"{path}: {result['name']} listed in {result['game']} (SHA-256 {result['sha256']}){replaced}")
+        refused = add_jars(conn, values, game, jars, entries.Actor(who=who, maintainer=True), name, owner_id)
     finally:
         conn.close()
     if refused:
         raise click.ClickException(f"{refused} of {len(jars)} jars refused")
+
+
+def add_jars(
+    conn: store.Store,
+    values: dict,
+    game: str,
+    jars: tuple[Path, ...] | list[Path],
+    actor,
+    name: str | None = None,
+    owner_id: int | None = None,
+    report: bool = True,
+) -> int:
+    """Enter ``jars`` in the list of ``game`` as ``actor`` (a maintainer), each checked as a
+    competitor's is and listed at once, with a progress bar for many; return how many were refused
+    (each named with why; each listed one too with ``report``). ``rumble participants add`` and the
+    demo data (``rumble demo``) use it."""
+    from rumble.ingest import entries
+    from rumble.ingest.jar_check import JarRefused, Limits, check_jar, names_in
+
+    rumbles = _rumbles(values)
+    try:
+        family = entries.family_of(rumbles, game)
+    except entries.Refused as error:
+        raise click.ClickException(str(error)) from None
+    limits = Limits(values["MAX_JAR_BYTES"], values["MAX_JAR_FILES"], values["MAX_JAR_UNPACKED_BYTES"])
+    refused = 0
+    for path in tqdm(jars, desc="jars", unit="jar", disable=None if len(jars) > 1 else True):
+        try:
+            if path.stat().st_size > limits.size:
+                raise JarRefused(f"the jar is {path.stat().st_size} bytes; at most {limits.size} are taken")
+            content = path.read_bytes()
+            bot = name
+            if bot is None:
+                named = names_in(content, family.teams, limits)
+                if len(named) != 1:
+                    raise JarRefused(
+                        f"the jar names {len(named)} bots ({', '.join(named) or 'none'}): give --name for it"
+                    )
+                (bot,) = named
+            checked = check_jar(content, bot, family.teams, limits)
+            result = entries.enter(conn, rumbles, game, checked, content, actor, False, 0, _now(), owner=owner_id)
+        except (JarRefused, entries.Refused) as error:
+            refused += 1
+            tqdm.write(f"{path}: refused: {error}")
+            continue
+        replaced = f", replacing {result['replaced']}" if result["replaced"] else ""
+        if report:
+            tqdm.write(f"{path}: {result['name']} listed in {result['game']} (SHA-256 {result['sha256']}){replaced}")
+    return refused
 
 
 @participants.command("list")

@@ -1,14 +1,20 @@
 """Demo data: a small 1v1 rumble of invented robots, so a newcomer sees a table at once.
 
-Battles are generated from hidden strengths and go through the same path as real uploads.
+Battles are generated from hidden strengths and go through the same path as real uploads. The
+robots are entered on roborumble's participants list as any maintainer's would be (``rumble
+participants add``), from jars made here: each holds the ``.properties`` file the client checks and
+says it is a demo, but no robot code, since the robots are invented.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import random
 import time
+import zipfile
 from collections.abc import Callable
+from pathlib import Path
 
 from rumble.ingest.apply import apply_battle
 from rumble.protocol.battle import Battle, Side
@@ -91,3 +97,26 @@ def load_demo(
             if progress:
                 progress(1)
     return stored
+
+
+def write_demo_jars(directory: Path) -> list[Path]:
+    """A jar for each demo robot in ``directory`` (``pkg.Bot_version.jar``), the same bytes every time."""
+    paths = []
+    for name in DEMO_BOTS:
+        class_name, version = name.split(" ")
+        properties = (
+            f"robot.classname={class_name}\nrobot.version={version}\nrobot.author.name=rumble demo\n"
+            "robot.description=A demo robot of rumble's demo data: its battles are invented, and this jar holds no "
+            "robot code.\n"
+        )
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for entry, text in (
+                ("META-INF/MANIFEST.MF", f"Manifest-Version: 1.0\nrobots: {class_name}\n\n"),
+                (class_name.replace(".", "/") + ".properties", properties),
+            ):
+                archive.writestr(zipfile.ZipInfo(entry, date_time=(1980, 1, 1, 0, 0, 0)), text, zipfile.ZIP_DEFLATED)
+        jar = directory / f"{class_name}_{version}.jar"
+        jar.write_bytes(buffer.getvalue())
+        paths.append(jar)
+    return paths

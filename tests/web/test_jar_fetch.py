@@ -10,8 +10,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from jar_support import make_jar
-from test_participants import _app, _stored, client_reads, sign_up
+from jar_support import client_reads, make_jar
+from test_participants import _app, _stored, sign_up
 
 from rumble.web import close_thread_db
 

@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 
 import pytest
 from conftest import audit_rows, battle, maintainer_token
-from jar_support import make_jar
+from jar_support import client_reads, make_jar
 
 from rumble import store
 from rumble.app import create_app
@@ -22,25 +22,6 @@ from rumble.store.rumbles import rumble_id
 from rumble.web import close_thread_db
 
 BROWSER = {"Accept": "text/html,application/xhtml+xml"}
-# The client's own participants-list rule (protocol.md section 3): name, one space, version; a link starting with http.
-CLIENT_LINE = re.compile(r"[\w\.]+[ ][\w\.-]+")
-
-
-def client_reads(text: str) -> list[tuple[str, str]]:
-    """The entries the real client takes from a participants list: the lines strictly between a
-    line containing <pre> and one containing </pre>, each split on ',' into exactly two parts."""
-    found, inside = [], False
-    for line in re.split(r"\r\n|\r|\n", text):
-        if "</pre>" in line:
-            inside = False
-        elif "<pre>" in line:
-            inside = True
-        elif inside and line.strip():
-            parts = line.split(",")
-            assert len(parts) == 2 and CLIENT_LINE.fullmatch(parts[0].strip()), line
-            assert parts[1].strip().startswith("http"), line
-            found.append((parts[0].strip(), parts[1].strip()))
-    return found
 
 
 def _app(tmp_path, clock, **settings):
