@@ -63,7 +63,7 @@ step "mypy" .venv/bin/mypy
 # Two processes (pytest-xdist), each taking whole modules: the end-to-end tests spend much of their
 # time waiting on servers and the real client, so the whole run takes about half as long even on two
 # cores, and a module's fixtures are built once.
-parallel=(-n 2 --dist loadfile)
+parallel=(-n 2 --dist loadfile --no-loadscope-reorder)  # the collection order: tests/e2e/conftest.py puts the longest first
 step "the suite" .venv/bin/python -m pytest "${parallel[@]}"
 if command -v faketime >/dev/null 2>&1; then
   step "the suite less the end-to-end tests, the clock 400 days ahead (faketime -f '+400d')" \
