@@ -227,12 +227,18 @@ class Snapshots:
                 handle.close()
 
     def start_build(
-        self, game: str, name: str, writer: Writer, enough: Callable[[Snapshot], bool] | None = None
+        self,
+        game: str,
+        name: str,
+        writer: Writer,
+        enough: Callable[[Snapshot], bool] | None = None,
+        done: threading.Event | None = None,
     ) -> str:
         """Write a new snapshot of ``name`` in a thread of its own, if no other build of it runs and a
-        slot is free: STARTED, BUSY_EXPORT or BUSY_SLOTS. The request that asked goes on meanwhile.
-        WRITTEN if, once the right to write is taken, the newest snapshot is already ``enough``: a
-        build that finished between the caller's look and now is not done twice."""
+        slot is free: STARTED, BUSY_EXPORT or BUSY_SLOTS. The request that asked goes on meanwhile;
+        ``done`` is set once the build has ended (the older files removed). WRITTEN if, once the right
+        to write is taken, the newest snapshot is already ``enough``: a build that finished between
+        the caller's look and now is not done twice."""
         outcome, held = self._take(game, name)
         if outcome != STARTED:
             return outcome
@@ -249,6 +255,8 @@ class Snapshots:
             finally:
                 for handle in held:
                     handle.close()
+                if done is not None:
+                    done.set()
 
         threading.Thread(target=build, name=f"export {game}/{name}", daemon=True).start()
         return STARTED
@@ -301,9 +309,12 @@ class Snapshots:
         def enough(snapshot: Snapshot) -> bool:
             return snapshot.etag == etag or snapshot.written >= asked
 
-        outcome = self.start_build(game, name, writer, enough)
+        done = threading.Event()
+        outcome = self.start_build(game, name, writer, enough, done)
         if outcome == BUSY_SLOTS:
             return previous
+        if outcome == STARTED:  # this request's own build: its end, not just its file, so no older file is left
+            done.wait(max(0.0, deadline - time.monotonic()))
         while outcome == WRITTEN or time.monotonic() < deadline:
             snapshot = self.newest(game, name)
             if snapshot is not None and enough(snapshot):
