@@ -4,16 +4,17 @@ blueprint by ``pages.py``."""
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, jsonify, render_template, request
+from flask import Blueprint, Response, current_app, jsonify, render_template, request, url_for
 from markupsafe import Markup
 
 from rumble.ratings.columns import RATINGS
 from rumble.ratings.online import PROVISIONAL_RD
-from rumble.store import details, melee_battles
+from rumble.store import details, jars, melee_battles
 from rumble.web import confidence_data, get_db, now
 from rumble.web.cells import pairing_cells, rating_cell
 from rumble.web.lookup import BATCH_TITLES, NotFound, found_or_404, rumble_or_404
 from rumble.web.page_data import melee_values
+from rumble.web.participants import jar_url
 from rumble.web.uploader_data import with_confirmation
 
 PAIRING_TITLES = {
@@ -88,6 +89,7 @@ def bot_details() -> Response | str:
     with_confirmation(get_db(), rumble_or_404(game), page)  # unconfirmed pairings: one uploader only
     if current_app.extensions["rumble.rumbles"][game].melee:
         page["melee"] = _melee(melee_battles.bot_page(get_db(), rumble_or_404(game), page["bot"]["name"]))
+    page["jar"] = _jar(page["bot"]["name"])
     if request.args.get("api") == "1":
         return jsonify({"game": game, **page})
 
@@ -103,6 +105,15 @@ def bot_details() -> Response | str:
         rating_cell=rating_cell,
         **page,
     )
+
+
+def _jar(name: str) -> dict | None:
+    """The bot's jar, if it was entered here (rumble/web/participants.py): its SHA-256, size and URLs."""
+    found = jars.jar(get_db(), name)
+    if found is None:
+        return None
+    page = url_for("participants.jar_page", name=name, _external=True)
+    return {"sha256": found["sha256"], "size": found["size"], "url": jar_url(name), "page": page}
 
 
 def _melee(found: dict | None) -> dict | None:

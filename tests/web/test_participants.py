@@ -519,3 +519,22 @@ def test_a_bot_listed_for_a_day_without_a_battle_is_shown_stuck_on_the_stats_pag
     assert stuck("minirumble") == []  # a division follows the list, but a bot need not fit it
     assert upload(battle("jd.Walls 1.0", "sample.Corners 1.0")).kind.name == "ACCEPTED"
     assert stuck() == [] and feed_entries() == []
+
+
+def test_the_bot_page_shows_the_hash_of_the_jar_entered_here(app, client, upload):
+    token = sign_up(client)
+    jar = make_jar("jd.Walls 1.0")
+    assert enter(client, token, "jd.Walls 1.0", data=jar).status_code == 200
+    assert upload(battle("jd.Walls 1.0", "sample.Crazy 1.0")).kind.name == "ACCEPTED"
+    digest = hashlib.sha256(jar).hexdigest()
+    found = client.get("/BotDetails?game=roborumble&name=jd.Walls+1.0&api=1").json["jar"]
+    assert found == {
+        "sha256": digest,
+        "size": len(jar),
+        "url": "http://localhost/jars/jd.Walls/1.0.jar",
+        "page": "http://localhost/Participants/bot?name=jd.Walls+1.0",
+    }
+    page = client.get("/BotDetails?game=roborumble&name=jd.Walls+1.0").get_data(as_text=True)
+    assert f'<a href="http://localhost/jars/jd.Walls/1.0.jar">jar</a> is served here: {len(jar)} bytes' in page
+    assert f"<code>{digest}</code>" in page
+    assert client.get("/BotDetails?game=roborumble&name=sample.Crazy+1.0&api=1").json["jar"] is None  # not entered here
