@@ -67,7 +67,10 @@ def fetch_jar(url: str, limit: int, timeout: float, private_ok: bool = False) ->
     ``timeout`` seconds in all; ``JarRefused`` saying why otherwise."""
     deadline = time.monotonic() + timeout
     for _ in range(REDIRECTS + 1):
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError:  # an unclosed IPv6 bracket, say
+            raise JarRefused("the jar URL cannot be read as a URL") from None
         try:
             port = parts.port
         except ValueError:
@@ -80,8 +83,10 @@ def fetch_jar(url: str, limit: int, timeout: float, private_ok: bool = False) ->
         port = port or (443 if https else 80)
         address = _address(parts.hostname, port, private_ok)
         left = deadline - time.monotonic()
+        if left <= 0:
+            raise JarRefused(f"fetching the jar took longer than {timeout:g} s")
         context = ssl.create_default_context() if https else None
-        connection = _Pinned(parts.hostname, address, port, max(0.1, left), context)
+        connection = _Pinned(parts.hostname, address, port, left, context)
         try:
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             connection.request(
@@ -108,6 +113,8 @@ def fetch_jar(url: str, limit: int, timeout: float, private_ok: bool = False) ->
             if size > limit:
                 raise JarRefused(f"the jar at the URL is larger than {limit} bytes (MAX_JAR_BYTES)")
             return b"".join(blocks)
+        except UnicodeError:  # a character outside ASCII in the path or query
+            raise JarRefused("the jar URL must be ASCII: percent-encode its other characters") from None
         except TimeoutError:
             raise JarRefused(f"fetching the jar took longer than {timeout:g} s") from None
         except ssl.SSLError as error:

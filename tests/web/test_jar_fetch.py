@@ -137,6 +137,8 @@ def test_each_bad_url_is_refused_in_words_and_nothing_is_stored(tmp_path, clock,
         ("http://user:secret@example.org/walls.jar", "the jar URL must not carry a user name or password"),
         ("http://example.org:99999/walls.jar", "the jar URL's port is not a number from 0 to 65535"),
         ("http://no-such-host.invalid/walls.jar", "the jar URL's host 'no-such-host.invalid' could not be resolved"),
+        ("http://[::1/walls.jar", "the jar URL cannot be read as a URL"),
+        (jar_host + "/wälls.jar", "the jar URL must be ASCII: percent-encode its other characters"),
     ]
     for url, error in cases:
         response = _enter_url(client, token, url)
