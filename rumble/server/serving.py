@@ -122,6 +122,7 @@ class _Rest:
 
 
 def _close(result: Iterable[bytes]) -> None:
+    """Close a WSGI answer, as PEP 3333 asks of whoever iterates it, if it can be closed."""
     close = getattr(result, "close", None)
     if close is not None:
         close()
@@ -201,9 +202,7 @@ class TimedAnswer:
     def close(self) -> None:
         if self._disarm():
             log.info("closed a connection from %s that took none of its answer for %g s", self._client, self._seconds)
-        close = getattr(self._result, "close", None)
-        if close is not None:
-            close()
+        _close(self._result)
 
 
 class Paced:
@@ -241,9 +240,7 @@ class Paced:
             try:
                 return [b"".join(result)]  # a line or two of text
             finally:
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
+                _close(result)
         finally:
             gevent.sleep(max(0.0, began + self.seconds - time.monotonic()))
             self.slots.release()

@@ -205,6 +205,13 @@ def requests_since(db: Store, remote_addr: str | None, since: str) -> int:
     ).fetchone()[0]
 
 
+def account_requests_since(db: Store, competitor_id: int, since: str) -> int:
+    """Requests (every action, refused or not) logged for the account at or after ``since``, from any address."""
+    return db.execute(
+        "SELECT count(*) FROM entry_requests WHERE competitor_id = ? AND at >= ?", (competitor_id, since)
+    ).fetchone()[0]
+
+
 def account_entries_since(db: Store, competitor_id: int, since: str) -> int:
     """Entries the account made at or after ``since`` (every state: a refused one counts too)."""
     return db.execute(

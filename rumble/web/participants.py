@@ -200,10 +200,18 @@ def _over_limit(db: store.Store) -> bool:
     return jars.requests_since(db, request.remote_addr, since) >= _settings()["ENTRY_REQUESTS_PER_HOUR"]
 
 
-def _too_many():
+def _account_over_limit(db: store.Store, competitor_id: int) -> bool:
+    """True if the account made ENTRY_REQUESTS_PER_HOUR requests in the last hour from any
+    addresses: a token used from many addresses, each under its own limit, is bounded too (each
+    entry by URL makes the server fetch)."""
+    since = store.format_time(now() - timedelta(hours=1))
+    return jars.account_requests_since(db, competitor_id, since) >= _settings()["ENTRY_REQUESTS_PER_HOUR"]
+
+
+def _too_many(whose: str = "your address"):
     limit = _settings()["ENTRY_REQUESTS_PER_HOUR"]
     response = _problem(
-        f"too many requests from your address ({limit} in the last hour); nothing was checked or done: "
+        f"too many requests from {whose} ({limit} in the last hour); nothing was checked or done: "
         "try again in an hour",
         429,
     )
@@ -319,6 +327,9 @@ def enter():
             return _problem("a valid competitor (or maintainer) token is needed to enter a bot", 401)
         game, name = str(values.get("game", "")).strip(), str(values.get("name", "")).strip()
         asked = {"game": game, "bot": name}
+        if actor.competitor_id is not None and _account_over_limit(db, actor.competitor_id):
+            _record("enter", actor, "account limited")
+            return _too_many("your account")
         try:
             family = entries.family_of(_rumbles(), game)
         except Refused as refused:

@@ -153,3 +153,25 @@ def test_each_bad_url_is_refused_in_words_and_nothing_is_stored(tmp_path, clock,
     )
     assert _stored(app) == (0, 0, 0)
     close_thread_db()
+
+
+def test_one_token_from_many_addresses_makes_the_server_fetch_only_its_accounts_allowance(tmp_path, clock, jar_host):
+    app = _app(tmp_path, clock, JAR_FETCH_PRIVATE=True, ENTRY_REQUESTS_PER_HOUR=5)
+    client = app.test_client()
+    token = sign_up(client, addr="127.30.0.1")  # the account's first request of the hour
+    answers = []
+    for k in range(12):  # each from its own address, under that address's limit
+        response = client.post(
+            "/Participants/enter",
+            data={"game": "roborumble", "name": "jd.Walls 1.0", "url": jar_host + "/gone"},
+            headers={"Authorization": f"Bearer {token}"},
+            environ_base={"REMOTE_ADDR": f"127.31.{k}.{k + 1}"},
+        )
+        answers.append((response.status_code, response.json["error"], response.headers.get("Retry-After")))
+        response.close()
+    limited = (
+        "too many requests from your account (5 in the last hour); nothing was checked or done: try again in an hour"
+    )
+    assert answers == [(400, "the jar URL answered 404 Not Found", None)] * 4 + [(429, limited, "3600")] * 8
+    assert _Jars.seen == ["/gone"] * 4 and _stored(app) == (0, 0, 0)
+    close_thread_db()
