@@ -211,8 +211,7 @@ def _account_over_limit(db: store.Store, competitor_id: int) -> bool:
 def _too_many(whose: str = "your address"):
     limit = _settings()["ENTRY_REQUESTS_PER_HOUR"]
     response = _problem(
-        f"too many requests from {whose} ({limit} in the last hour); nothing was checked or done: "
-        "try again in an hour",
+        f"too many requests from {whose} ({limit} in the last hour); nothing was checked or done: try again in an hour",
         429,
     )
     if isinstance(response, tuple):
