@@ -14,7 +14,12 @@
    every distinct answer and the retirements (goal: none), and checks the bots are still in
    /RatingsFile. Then the operator (an upload as ``operator`` from 127.0.0.1) retires one of them,
    which must succeed, and an upload of it revives it.
-4. Attack 2, a flood of refused removals: ``--clients`` processes upload for ``--seconds`` (after
+4. Attack 3, one forger on the ladder: a party never vouched for (``forger`` from 127.12.0.1) uploads,
+   as fast as they are answered, a battle of the bot in the middle of /RatingsFile against each
+   other bot, every one won by the target with 85 % of the score. Prints the answers by kind
+   (accepted, held for review), the bot's APS and rank before and after, and the README's bound
+   (STRANGER_BATTLES_PER_BOT_PER_DAY × 100 / its pairings).
+5. Attack 2, a flood of refused removals: ``--clients`` processes upload for ``--seconds`` (after
    ``--warmup``), one request per connection with the real client's headers, alone; and the same
    with ``--flood-threads`` threads (in ``--flood-processes`` processes, apart from the uploads'
    clients) POSTing RemoveOldParticipant as fast as they can (or ``--flood-rate`` requests/s in all)
@@ -27,9 +32,10 @@
    CPU used and the machine's load average (other processes share its cores), the rows of
    removal_requests (must not grow) and, once the server has stopped, the refusals it counted
    (each worker saves its counts at most every 30 s, so the last ones are not saved).
-5. PASS if no stranger retired anything, the operator could, every upload was answered as accepted
-   (its last line exactly ``OK. <first> vs <second> received for roborumble``), removal_requests did
-   not grow under the flood and each flood's ratio is at least RATIO_GOAL; exit status 1 otherwise.
+6. PASS if no stranger retired anything, the operator could, the forger moved its bot within the
+   bound, every upload of attacks 1 and 2 was answered as accepted (its last line exactly ``OK.
+   <first> vs <second> received for roborumble``), removal_requests did not grow under the flood
+   and each flood's ratio is at least RATIO_GOAL; exit status 1 otherwise.
 
 Only loopback addresses; every loop is bounded in time and count; the server is stopped at the end,
 also on errors. Run with the project's venv: ``.venv/bin/python scripts/ladder_attacks.py --help``.
@@ -71,6 +77,8 @@ GAME = bench.GAME
 RATIO_GOAL = 0.8  # uploads/s under a flood of refused removals over uploads/s alone
 OPERATOR, OPERATOR_ADDRESS = "operator", "127.0.0.1"  # the vouched-for party: operator@127.0.0.0/24
 IMPERSONATOR_ADDRESS = "127.11.0.1"  # the operator's name typed from another network: another party
+FORGER, FORGER_ADDRESS = "forger", "127.12.0.1"  # attack 3's party: never vouched for, never established
+FORGED_SHARE = 0.85  # of the score, for the forger's target in every battle
 FLOOD_NETWORKS = {"never uploaded": "127.20", "uploaded once": "127.30"}  # the flood's two variants
 ALONE = "alone"
 UPLOAD_PATH, REMOVE_PATH = "/UploadedResults", "/RemoveOldParticipant"
@@ -307,6 +315,72 @@ def attack_one(port: int, ladder: bench.Ladder, rumble: RumbleSettings, args: ar
         "operator_retired": operator_ok and gone,
         "revived": back,
         "removal_rows": removal_rows(db),
+    }
+
+
+# --- attack 3: one forger on the ladder ------------------------------------------------------
+
+
+def forged_upload(
+    rumble: RumbleSettings, ladder: bench.Ladder, target: int, other: int, rng: np.random.Generator, ms: int
+) -> bytes:
+    """A battle of ``target`` against ``other`` in which the target took FORGED_SHARE of the score."""
+    total = int(rng.integers(3000, 8000))
+    won = round(total * FORGED_SHARE)
+    firsts = round(rumble.rounds * 0.9)
+    figures = [won, round(won * 0.7), firsts, total - won, round((total - won) * 0.7), rumble.rounds - firsts]
+    return format_upload(bench.to_battle(rumble, ladder.names[target], ladder.names[other], figures, ms, FORGER))
+
+
+def attack_three(port: int, ladder: bench.Ladder, rumble: RumbleSettings, args: argparse.Namespace) -> dict:
+    """One party that is not established forges a battle of one bot against every other, each won by
+    FORGED_SHARE, as fast as they are answered: how far does the bot move?"""
+    rng = np.random.default_rng([args.seed, 3])
+    before = ratings(port)
+    order = sorted(before, key=lambda key: -before[key])
+    names = {to_key(name): name for name in ladder.names}
+    key = order[len(order) // 2]  # the middle of the ladder: the most room to climb
+    target = ladder.names.index(names[key])
+    bound = settings.load()["STRANGER_BATTLES_PER_BOT_PER_DAY"]
+    print(
+        f"\n=== attack 3: one forger; {key} at rank {order.index(key) + 1} of {len(order)}, APS {before[key]:.2f}; "
+        f"{FORGER!r} from {FORGER_ADDRESS} uploads it against each of the {len(order) - 1} others at "
+        f"{FORGED_SHARE:.0%} for it"
+    )
+    kinds: collections.Counter[str] = collections.Counter()
+    began = time.monotonic()
+    ms = int(time.time() * 1000) - len(order)
+    for other in range(len(ladder.names)):
+        if other == target or to_key(ladder.names[other]) not in before:
+            continue
+        status, text = post(port, UPLOAD_PATH, forged_upload(rumble, ladder, target, other, rng, ms), FORGER_ADDRESS)
+        ms += 1
+        last = text.strip().splitlines()[-1] if text.strip() else ""
+        if status == 200 and ", held for review: " in last:
+            kinds["held for review"] += 1
+        elif status == 200 and last.endswith(f" received for {GAME}") and last.startswith("OK. "):
+            kinds["accepted"] += 1
+        else:
+            kinds[f"HTTP {status}: {last[:80]!r}"] += 1
+    spent = time.monotonic() - began
+    after = ratings(port)
+    rank_after = sorted(after, key=lambda name: -after[name]).index(key) + 1
+    moved = after[key] - before[key]
+    limit = bound * 100 / (len(order) - 1)  # rumble/ingest/strangers.py: each counted battle moves one pairing
+    print(f"uploads       {sum(kinds.values())} in {spent:.1f} s: {dict(kinds)}")
+    print(
+        f"moved         APS {before[key]:.2f} -> {after[key]:.2f} ({moved:+.2f}), rank {order.index(key) + 1} -> "
+        f"{rank_after}; the bound {bound} battles x 100 / {len(order) - 1} pairings = {limit:.2f} "
+        f"{bench.verdict(moved <= limit)}"
+    )
+    return {
+        "target": key,
+        "aps": [before[key], after[key]],
+        "rank": [order.index(key) + 1, rank_after],
+        "answers": dict(kinds),
+        "seconds": spent,
+        "bound": limit,
+        "within_bound": moved <= limit and kinds["accepted"] <= bound,
     }
 
 
@@ -614,7 +688,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def verdicts(one: dict, two: dict) -> dict[str, bool]:
+def verdicts(one: dict, two: dict, three: dict) -> dict[str, bool]:
     """Each goal and whether it was met."""
     runs = two["runs"]
     return {
@@ -627,6 +701,7 @@ def verdicts(one: dict, two: dict) -> dict[str, bool]:
         and all(not run["upload_errors"] and run["log_grew"] == run["accepted"] for run in runs),
         "removal_requests did not grow": two["removal_rows"][0] == two["removal_rows"][1],
         f"uploads under a flood >= {RATIO_GOAL} of alone": all(r >= RATIO_GOAL for r in two["ratios"].values()),
+        "one forger moved its bot within the stated bound": three["within_bound"],
     }
 
 
@@ -663,6 +738,7 @@ def main(argv: list[str] | None = None) -> int:
                     target = int(url.rsplit(":", 1)[1])
                     print(f"proxy         nginx on 127.0.0.1:{target} with the README's site (rate limits on removals)")
                 one = attack_one(target, ladder, rumble, args, db)
+                three = attack_three(target, ladder, rumble, args)
                 two = attack_two(target, ladder, rumble, one["top"], args, server.pid, db)
         finally:
             bench.stop_server(server)
@@ -675,6 +751,7 @@ def main(argv: list[str] | None = None) -> int:
     figures = {
         "attack_1": one,
         "attack_2": two,
+        "attack_3": three,
         "removal_rows_at_start": rows_at_start,
         "refusals_answered": refused,
         "refusals_saved": saved,
@@ -703,7 +780,13 @@ def report(figures: dict, args: argparse.Namespace) -> int:
         f"{figures['refusals_answered']:,} refusals answered (each worker saves its counts every "
         "COUNTS_SAVE_SECONDS and as it stops)"
     )
-    checks = verdicts(one, two)
+    three = figures["attack_3"]
+    print(
+        f"one forger: {three['target']} APS {three['aps'][0]:.2f} -> {three['aps'][1]:.2f}, rank {three['rank'][0]} -> "
+        f"{three['rank'][1]} after {sum(three['answers'].values())} forged uploads {three['answers']} "
+        f"(bound {three['bound']:.2f} points a day)"
+    )
+    checks = verdicts(one, two, three)
     for goal, met in checks.items():
         print(f"{bench.verdict(met)}  {goal}")
     passed = all(checks.values())
