@@ -8,7 +8,7 @@ start one.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask
 
@@ -16,6 +16,9 @@ from rumble import settings, store
 from rumble.overrides import apply_to_rumble_rows
 from rumble.protocol.games import load_rumbles
 from rumble.store.rumbles import sync_rumbles
+
+if TYPE_CHECKING:
+    from rumble.server.single_writer import Supervisor
 
 
 def create_app(config: dict[str, Any] | None = None, preload_fields: bool = False) -> Flask:
@@ -62,6 +65,7 @@ def wrap_wsgi(app: Flask, values: dict[str, Any]) -> None:
 
     from rumble.web.capacity import Capacity
     from rumble.web.client import UploadFront
+    from rumble.web.upload_counter import counts_for
 
     app.wsgi_app = UploadFront(app, app.wsgi_app)  # type: ignore[method-assign]
 
@@ -70,7 +74,13 @@ def wrap_wsgi(app: Flask, values: dict[str, Any]) -> None:
         raise ValueError(f"TRUSTED_PROXIES must be 0 or more, not {proxies}")
     if proxies:  # the address the nearest `proxies` proxies saw, not the proxy's own
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies)  # type: ignore[method-assign]
-    app.wsgi_app = Capacity(app.wsgi_app, values["PAGE_REQUESTS"], values["EXPORT_REQUESTS"])  # type: ignore[method-assign]
+    counts = counts_for(values["DB"])
+    app.wsgi_app = Capacity(  # type: ignore[method-assign]
+        app.wsgi_app,
+        values["PAGE_REQUESTS"],
+        values["EXPORT_REQUESTS"],
+        lambda kind: counts.record_busy(kind, values["CLOCK"].now()),
+    )
 
 
 def prepare_database(values: dict[str, Any], rumbles: dict) -> None:
@@ -82,6 +92,19 @@ def prepare_database(values: dict[str, Any], rumbles: dict) -> None:
             apply_to_rumble_rows(db, rumbles)  # the settings maintainers changed from /admin win
     finally:
         db.close()
+
+
+def attach_writer(app: Flask, writer: Supervisor) -> None:
+    """Let ``app`` (a worker's, under ``rumble serve``) send its uploads' transactions to the writer
+    process ``writer`` keeps, and show the writer's state on /healthz and /metrics (read from its
+    pulse, memory the worker shares with the process that made it)."""
+    from rumble.server.single_writer import Writer
+    from rumble.server.writer_figures import WriterFigures
+    from rumble.web import health
+
+    app.extensions["rumble.writer"] = Writer(writer.path)
+    app.extensions[health.WRITER_KEY] = writer.pulse.state
+    health.add_collector(app, WriterFigures(writer.pulse))
 
 
 def save_counts_every(app: Flask) -> None:

@@ -69,7 +69,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     if values["CONNECTIONS"] < 1:
         raise click.ClickException(f"CONNECTIONS must be at least 1, not {values['CONNECTIONS']}")
     connections = _connection_limit(values["CONNECTIONS"])
-    from rumble.app import save_counts, save_counts_every
+    from rumble.app import attach_writer, save_counts, save_counts_every
     from rumble.ingest import fields
     from rumble.server import single_writer
 
@@ -108,7 +108,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             single_writer.yield_cpu_to_writer()
             # The ratings copies are read before the first request, so that no upload or removal waits for it.
             app = create_app(preload_fields=True)
-            app.extensions["rumble.writer"] = single_writer.Writer(writer.path)  # uploads' transactions
+            attach_writer(app, writer)  # uploads' transactions, and the writer's state for /healthz and /metrics
             # The worker's upload and refusal counts, saved every COUNTS_SAVE_SECONDS whether or not
             # another request comes (a thread, that is a greenlet under gevent).
             threading.Thread(target=save_counts_every, args=(app,), name="counts", daemon=True).start()

@@ -187,24 +187,59 @@ def _listen(path: str) -> socket.socket:
 
 
 class Pulse:
-    """The writer's heartbeat: a count in memory that the writer's heartbeat thread raises and its
-    supervisor watches move (a memfd, mapped here and, from the open file ``start`` passes, in the
-    writer; ``fd`` opens an existing one)."""
+    """The writer's heartbeat and figures, in memory the server's processes share: a memfd, mapped
+    here and, from the open file ``start`` passes, in the writer (``fd`` opens an existing one);
+    gunicorn's workers, forked after it was made, share the mapping too and read the figures for
+    /healthz and /metrics (``state``).
+
+    Each slot has one writing thread: the writer's heartbeat thread the beats and when it last beat,
+    the writer's loop its groups, the supervisor the restarts (one writer at a time: the supervisor
+    starts the next once this one is gone)."""
+
+    SLOTS = ("count", "beat_ns", "restarts", "groups", "requests", "queue")
 
     def __init__(self, fd: int | None = None) -> None:
+        size = 8 * len(self.SLOTS)
         if fd is None:
             fd = os.memfd_create("rumble-writer-pulse")
-            os.ftruncate(fd, 8)
+            os.ftruncate(fd, size)
             os.set_inheritable(fd, True)  # for the writers to come (forked processes have it anyway)
         self.fd = fd
-        self._count = memoryview(mmap.mmap(fd, 8)).cast("Q")
+        self._slots = memoryview(mmap.mmap(fd, size)).cast("Q")
+
+    def _slot(self, name: str) -> int:
+        return self._slots[self.SLOTS.index(name)]
 
     def beat(self) -> None:
-        self._count[0] += 1  # one writer at a time: the supervisor starts the next once this one is gone
+        self._slots[0] += 1
+        self._slots[1] = time.monotonic_ns()  # CLOCK_MONOTONIC: one clock for every process of the machine
 
     @property
     def count(self) -> int:
-        return self._count[0]
+        return self._slots[0]
+
+    def restarted(self) -> None:
+        self._slots[2] += 1
+
+    def applied(self, requests: int) -> None:
+        """The writer applied a group of ``requests`` (those waiting when it looked: its queue's depth)."""
+        self._slots[3] += 1
+        self._slots[4] += requests
+        self._slots[5] = requests
+
+    def state(self) -> dict[str, Any]:
+        """The writer as the server's processes see it: ``answering`` while it beat within
+        HUNG_SECONDS (else ``silent``: the workers apply uploads themselves until the supervisor
+        has replaced it), how long ago it beat, its restarts, and the groups and requests it applied."""
+        since = (time.monotonic_ns() - self._slot("beat_ns")) / 1e9 if self._slot("beat_ns") else None
+        return {
+            "state": "answering" if since is not None and since <= HUNG_SECONDS else "silent",
+            "last_beat_seconds_ago": None if since is None else round(since, 3),
+            "restarts": self._slot("restarts"),
+            "groups": self._slot("groups"),
+            "requests": self._slot("requests"),
+            "queue_depth": self._slot("queue"),
+        }
 
 
 class Supervisor:
@@ -286,6 +321,7 @@ class Supervisor:
         except Exception:  # no socket or process could be made, or the new writer ended already: next turn
             log.exception("could not start a writer process in place of %d", old)
             return
+        self.pulse.restarted()
         log.warning("started writer process %d in place of %d", self.started.pid, old)
 
     def stop(self) -> None:
@@ -427,6 +463,7 @@ def _serve(
                 _apply(db, waiting)
             finally:
                 progress.busy = False
+            pulse.applied(len(waiting))
             if db.commits_since_checkpoint >= CHECKPOINT_EVERY:
                 db.commits_since_checkpoint = 0
                 checkpoints.due.set()

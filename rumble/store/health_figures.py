@@ -44,3 +44,19 @@ def removal_refusal_totals(db: Store) -> list[dict]:
         "SELECT game, reason, sum(requests) FROM removal_refusals GROUP BY game, reason ORDER BY game, reason"
     ).fetchall()
     return [{"game": game, "reason": reason, "requests": n} for game, reason, n in rows]
+
+
+def answer_time_totals(db: Store) -> list[dict]:
+    """The upload answer-time histogram so far (``upload_answer_times``, all days): per rumble,
+    outcome and bucket (its upper bound in ms), the uploads in it and their summed time in ms."""
+    rows = db.execute(
+        "SELECT game, outcome, le_ms, sum(uploads), sum(total_ms) FROM upload_answer_times "
+        "GROUP BY game, outcome, le_ms ORDER BY game, outcome, le_ms"
+    ).fetchall()
+    return [{"game": g, "outcome": o, "le_ms": le, "uploads": n, "total_ms": ms} for g, o, le, n, ms in rows]
+
+
+def busy_totals(db: Store) -> list[dict]:
+    """The requests answered 503 for want of a slot so far (``busy_answers``, all days), per request class."""
+    rows = db.execute("SELECT class, sum(answers) FROM busy_answers GROUP BY class ORDER BY class").fetchall()
+    return [{"class": kind, "answers": n} for kind, n in rows]

@@ -37,10 +37,13 @@ def request_class(path: str) -> str:
 class Capacity:
     """The middleware: bounded page and export slots in front of ``app``, the client endpoints free."""
 
-    def __init__(self, app: Callable, pages: int, exports: int) -> None:
+    def __init__(
+        self, app: Callable, pages: int, exports: int, on_busy: Callable[[str], None] = lambda kind: None
+    ) -> None:
         if pages < 1 or exports < 1:
             raise ValueError(f"PAGE_REQUESTS and EXPORT_REQUESTS must be at least 1, not {pages} and {exports}")
         self.app = app
+        self.on_busy = on_busy  # called with the request class of each request answered 503 (counted for /metrics)
         self.pages = threading.BoundedSemaphore(pages)
         self.exports = threading.BoundedSemaphore(min(exports, pages))
         self.limits = {"page": pages, "export": min(exports, pages)}
@@ -51,6 +54,7 @@ class Capacity:
             return self.app(environ, start_response)
         held = self._acquire(kind)
         if held is None:
+            self.on_busy(kind)
             return _busy(start_response, kind, self.limits[kind])
         try:
             return _Releasing(self.app(environ, start_response), held)

@@ -136,7 +136,7 @@ def _after_answer(counts: Counts, db: Store, writer: Writer | None) -> None:
     store.checkpoint_if_due(db)
     taken = counts.take()
     if taken is not None:
-        work = partial(upload_stats.add_counts, counts=taken[0], errors=taken[1])
+        work = partial(upload_stats.add_counts, **taken._asdict())
         _save(db, writer, work, "the upload counts")
 
 
@@ -146,7 +146,7 @@ def save_counts_now(db: Store, writer: Writer | None, path: str) -> None:
     without waiting for a later request)."""
     taken = counts_for(path).take(force=True)
     if taken is not None:
-        _save(db, writer, partial(upload_stats.add_counts, counts=taken[0], errors=taken[1]), "the upload counts")
+        _save(db, writer, partial(upload_stats.add_counts, **taken._asdict()), "the upload counts")
     refused = refusals_for(path).take(force=True)
     if refused is not None:
         _save(db, writer, partial(trust.add_refusals, counts=refused), "the counts of refused removals")

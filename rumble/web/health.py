@@ -1,9 +1,11 @@
 """Endpoints for operators and their monitors: ``/healthz`` and ``/metrics``.
 
-``/healthz`` answers JSON: 200 while the database can be read, with each rumble's last accepted
-upload and its age by the app's clock; 503 with the reason when the database cannot be read
-(or, when the monitor asks with ``max_age_minutes`` and ``game``, when a rumble's last accepted
-upload is older than that).
+``/healthz`` answers JSON: 200 while the database can be read (and, under ``rumble serve``, its
+writer process answers), with each rumble's last accepted upload and its age by the app's clock and
+the writer's state; 503 with the reason when the database cannot be read, when the writer process
+has been silent for HUNG_SECONDS (the workers apply uploads themselves meanwhile, slower, until it
+is replaced), or, when the monitor asks with ``max_age_minutes`` and ``game``, when a rumble's last
+accepted upload is older than that.
 
 ``/metrics`` answers the Prometheus text format, written by the official client library
 (prometheus_client) from a registry of this app's own. gunicorn runs several worker processes,
@@ -26,6 +28,7 @@ import hashlib
 import hmac
 import ipaddress
 import logging
+import math
 import sqlite3
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -34,18 +37,20 @@ from typing import Any, NamedTuple
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from flask.blueprints import BlueprintSetupState
 from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from rumble import store
 from rumble.parameters import ParameterError, shown, whole_number
-from rumble.store import health_figures
+from rumble.store import health_figures, upload_stats
 from rumble.web import get_db, now, thread_db
 
 log = logging.getLogger(__name__)
 bp = Blueprint("health", __name__)
 REGISTRY_KEY = "rumble.metrics"  # app.extensions: this app's CollectorRegistry
 NETWORKS_KEY = "rumble.metrics_networks"  # app.extensions: METRICS_ADDRESSES as networks
+# app.extensions: () -> the writer process's state (rumble.server.single_writer.Pulse.state), set by rumble serve
+WRITER_KEY = "rumble.writer_state"
 MAX_AGE_MINUTES = 525_600  # a year: the largest max_age_minutes /healthz takes
 # Outcomes an upload of a known rumble can have; refusals and server errors name no rumble.
 RUMBLE_OUTCOMES = ("accepted", "held", "duplicate")
@@ -88,12 +93,14 @@ class StoredFigures(Collector):
             rumbles = health_figures.rumble_figures(db)
             uploads = health_figures.upload_totals(db)
             refusals = health_figures.removal_refusal_totals(db)
+            times = health_figures.answer_time_totals(db)
+            busy = health_figures.busy_totals(db)
         except UNREADABLE as error:
             log.warning("/metrics: the database cannot be read: %s", error)
             readable = _families().readable
             readable.add_metric([], 0)
             return [readable]
-        return _filled(rumbles, uploads, refusals)
+        return _filled(rumbles, uploads, refusals, times, busy)
 
 
 class Families(NamedTuple):
@@ -102,7 +109,9 @@ class Families(NamedTuple):
     readable: GaugeMetricFamily
     uploads: CounterMetricFamily
     answer_seconds: CounterMetricFamily
+    answer_duration: HistogramMetricFamily
     removal_refusals: CounterMetricFamily
+    busy_answers: CounterMetricFamily
     last_accepted: GaugeMetricFamily
     logged_battles: CounterMetricFamily
     active_bots: GaugeMetricFamily
@@ -125,11 +134,23 @@ def _families() -> Families:
             "Server time spent answering those uploads, from receiving them to answering, as saved.",
             labels=["rumble", "outcome"],
         ),
+        HistogramMetricFamily(
+            "rumble_upload_answer_duration_seconds",
+            "Server time from receiving an upload to answering it, by rumble and outcome, as the workers "
+            "have saved their counts (since the histogram was added: migration 0025).",
+            labels=["rumble", "outcome"],
+        ),
         CounterMetricFamily(
             "rumble_removal_refusals",
             'RemoveOldParticipant requests refused, by rumble and reason, as saved; rumble="" when the '
             "request named no rumble of this server.",
             labels=["rumble", "reason"],
+        ),
+        CounterMetricFamily(
+            "rumble_busy_answers",
+            "Requests answered 503 because the worker's slots for them were full, by request class (page: "
+            "pages and the JSON API; export: bulk exports and plots), as saved.",
+            labels=["class"],
         ),
         GaugeMetricFamily(
             "rumble_last_accepted_upload_timestamp_seconds",
@@ -145,7 +166,9 @@ def _families() -> Families:
     )
 
 
-def _filled(rumbles: list[dict], uploads: list[dict], refusals: list[dict]) -> Families:
+def _filled(
+    rumbles: list[dict], uploads: list[dict], refusals: list[dict], times: list[dict], busy: list[dict]
+) -> Families:
     """The families with their samples: every rumble's possible upload outcomes from 0, so that a
     rate over them starts with the first upload."""
     families = _families()
@@ -164,12 +187,31 @@ def _filled(rumbles: list[dict], uploads: list[dict], refusals: list[dict]) -> F
         by_reason[key] = by_reason.get(key, 0) + row["requests"]
     for (game, reason), n in sorted(by_reason.items()):
         families.removal_refusals.add_metric([game, reason], n)
+    _fill_histogram(families.answer_duration, times)
+    for kind in ("page", "export"):
+        families.busy_answers.add_metric([kind], sum(row["answers"] for row in busy if row["class"] == kind))
     for r in rumbles:
         if r["last_accepted"] is not None:
             families.last_accepted.add_metric([r["name"]], store_time(r["last_accepted"]).timestamp())
         families.logged_battles.add_metric([r["name"]], r["battles"])
         families.active_bots.add_metric([r["name"]], r["active_bots"])
     return families
+
+
+def _fill_histogram(family: HistogramMetricFamily, times: list[dict]) -> None:
+    """One histogram per rumble and outcome that has answers: each bucket counts the answers up to
+    its bound (cumulative, as the format has it), the last (+Inf) all of them."""
+    rows: dict[tuple[str, str], list[dict]] = {}
+    for row in times:
+        rows.setdefault((row["game"], row["outcome"]), []).append(row)
+    for (game, outcome), found in sorted(rows.items()):
+        counted = {row["le_ms"]: row["uploads"] for row in found}
+        bounds = sorted(set(upload_stats.ANSWER_BUCKETS_MS) | set(counted))
+        buckets, total = [], 0
+        for bound in bounds:
+            total += counted.get(bound, 0)
+            buckets.append(("+Inf" if math.isinf(bound) else repr(bound / 1000), total))
+        family.add_metric([game, outcome], buckets, sum(row["total_ms"] for row in found) / 1000)
 
 
 def store_time(text: str) -> datetime:
@@ -236,6 +278,15 @@ def healthz() -> Response:
         )
     rows = [_rumble_row(r, moment) for r in rumbles]
     answer |= {"status": "ok", "database": "readable", "rumbles": rows}
+    writer_state = current_app.extensions.get(WRITER_KEY)
+    if writer_state is not None:
+        answer["writer"] = writer = writer_state()
+        if writer["state"] != "answering":
+            reason = (
+                f"the writer process has not answered for {writer['last_beat_seconds_ago']} s; the workers apply "
+                "uploads themselves until it is replaced"
+            )
+            return _json(answer | {"status": "degraded", "reason": reason}, 503)
     if max_age is None:
         return _json(answer, 200)
     known = {row["name"]: row for row in rows}

@@ -1,10 +1,12 @@
-"""/healthz and /metrics of a real ``rumble serve`` (gunicorn, two workers) while uploads flow, and
-after a restart: every worker answers the same figures, since they are read from the database; the
-upload and refusal counts the workers saved when they stopped are there after the restart."""
+"""/healthz and /metrics of a real ``rumble serve`` (gunicorn, two workers) while uploads flow, after
+its writer process is killed, and after a restart: every worker answers the same figures, since
+they are read from the database or from the writer's pulse; the upload and refusal counts the
+workers saved when they stopped are there after the restart."""
 
 from __future__ import annotations
 
 import http.client
+import os
 import signal
 import time
 from datetime import UTC, datetime
@@ -16,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rumble.protocol.upload import format_upload
 
 from .e2e_support import live_server, post_like_java, read_only
+from .test_group_commit import _writer_pid
 from .test_gunicorn_uploads import make_battle
 
 pytestmark = pytest.mark.e2e
@@ -40,6 +43,17 @@ def _scrape(server) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         for family in text_string_to_metric_families(response.text)
         for s in family.samples
     }
+
+
+def _until(read, done, seconds: float = 60.0):
+    """``read()`` again every tenth of a second until ``done`` of it (a failure after ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = read()
+        if done(value) or time.monotonic() > deadline:
+            assert done(value), value
+            return value
+        time.sleep(0.1)
 
 
 def _parse(text: str) -> datetime:
@@ -69,10 +83,26 @@ def test_health_and_metrics_while_uploads_flow_and_after_a_restart(tmp_path):
             key = ("rumble_last_accepted_upload_timestamp_seconds", (("rumble", "roborumble"),))
             assert samples[key] == _parse(last).timestamp()
             assert samples[("rumble_uploads_total", (("outcome", "accepted"), ("rumble", "roborumble")))] <= UPLOADS
+            assert samples[("rumble_writer_answering", ())] == 1 and samples[("rumble_writer_restarts_total", ())] == 0
+            assert samples[("rumble_writer_requests_total", ())] >= UPLOADS  # the workers' uploads (and saved counts)
+        assert health.json()["writer"]["state"] == "answering" and health.json()["writer"]["restarts"] == 0
+        # The writer killed outright: the supervisor replaces it; both endpoints say so.
+        os.kill(_writer_pid(server), signal.SIGKILL)
+        writer = _until(lambda: server.get("/healthz").json()["writer"], lambda w: w["restarts"] == 1)
+        writer = _until(lambda: server.get("/healthz").json()["writer"], lambda w: w["state"] == "answering")
+        assert writer["restarts"] == 1
+        sent = make_battle("live.After 1.0", "live.B 1.0", (6000, 4000), (20, 15), now - UPLOADS)
+        status, _, text = post_like_java(server.url + "/UploadedResults", format_upload(sent))
+        assert status == 200 and text.splitlines()[-1] == "OK. live.After 1.0 vs live.B 1.0 received for roborumble"
+        for samples in [_scrape(server) for _ in range(4)]:
+            assert samples[("rumble_writer_restarts_total", ())] == 1 and samples[("rumble_writer_answering", ())] == 1
     with live_server(tmp_path) as server:  # the same database: the counts saved as the workers stopped
         after = [_scrape(server) for _ in range(4)]
         assert all(samples == after[0] for samples in after)
-        assert after[0][("rumble_uploads_total", (("outcome", "accepted"), ("rumble", "roborumble")))] == UPLOADS
         refused = ("rumble_removal_refusals_total", (("reason", "not established"), ("rumble", "roborumble")))
         assert after[0][refused] == REMOVALS
-        assert after[0][("rumble_logged_battles_total", (("rumble", "roborumble"),))] == UPLOADS
+        assert after[0][("rumble_logged_battles_total", (("rumble", "roborumble"),))] == UPLOADS + 1
+        accepted = (("outcome", "accepted"), ("rumble", "roborumble"))
+        assert after[0][("rumble_uploads_total", accepted)] == UPLOADS + 1
+        assert after[0][("rumble_upload_answer_duration_seconds_count", accepted)] == UPLOADS + 1
+        assert after[0][("rumble_writer_restarts_total", ())] == 0  # a new server, a new count

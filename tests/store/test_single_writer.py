@@ -525,3 +525,26 @@ def test_stop_ends_the_writer_and_removes_its_directory(tmp_path):
     pid = supervisor.started.pid
     supervisor.stop()
     assert not _alive(pid) and not os.path.exists(os.path.dirname(supervisor.path))
+
+
+def test_the_pulse_shares_the_writers_state_with_processes_forked_after_it(monkeypatch):
+    """What /healthz and /metrics read: beats, groups and restarts written by one process are seen
+    by another that shares the mapping (a fork, as gunicorn's workers are); a writer that has not
+    beaten for longer than HUNG_SECONDS is silent."""
+    pulse = single_writer.Pulse()
+    assert pulse.state()["state"] == "silent" and pulse.state()["last_beat_seconds_ago"] is None
+    child = os.fork()
+    if child == 0:  # the other process writes
+        pulse.beat()
+        pulse.applied(3)
+        pulse.applied(5)
+        pulse.restarted()
+        os._exit(0)
+    assert os.waitpid(child, 0)[1] == 0
+    state = pulse.state()
+    assert state["state"] == "answering" and 0 <= state["last_beat_seconds_ago"] < single_writer.HUNG_SECONDS
+    assert (state["groups"], state["requests"], state["queue_depth"], state["restarts"]) == (2, 8, 5, 1)
+    beaten = time.monotonic_ns()
+    later = beaten + int((single_writer.HUNG_SECONDS + 1) * 1e9)
+    monkeypatch.setattr(single_writer.time, "monotonic_ns", lambda: later)
+    assert pulse.state()["state"] == "silent" and pulse.state()["last_beat_seconds_ago"] >= single_writer.HUNG_SECONDS

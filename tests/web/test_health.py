@@ -94,3 +94,21 @@ def test_a_bad_question_is_400_in_plain_words(client, query, reason):
 def test_head_is_answered_like_get(client):
     response = client.head("/healthz")
     assert response.status_code == 200 and response.get_data() == b""
+
+
+def test_the_writers_state_is_shown_and_a_silent_writer_makes_it_503(app, client):
+    """Under ``rumble serve`` the app has the writer's state (rumble.app.attach_writer): shown while
+    it answers; 503 "degraded" with the reason while it is silent."""
+    from rumble.web import health
+
+    state = {"state": "answering", "last_beat_seconds_ago": 0.2, "restarts": 1, "groups": 5, "requests": 9}
+    app.extensions[health.WRITER_KEY] = lambda: dict(state)
+    answer = client.get("/healthz")
+    assert answer.status_code == 200 and answer.json["status"] == "ok" and answer.json["writer"] == state
+    state |= {"state": "silent", "last_beat_seconds_ago": 4.5}
+    answer = client.get("/healthz")
+    assert answer.status_code == 503 and answer.json["status"] == "degraded"
+    assert answer.json["reason"] == (
+        "the writer process has not answered for 4.5 s; the workers apply uploads themselves until it is replaced"
+    )
+    assert answer.json["writer"] == state and answer.json["database"] == "readable"

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from rumble import settings
 from rumble.app import create_app, save_counts
-from rumble.protocol.replies import Kind
+from rumble.protocol.replies import Kind, UploadOutcome
 from rumble.web import close_thread_db, health, refusal_counter, upload_counter
 
 RUMBLES = ("roborumble", "minirumble")
@@ -239,3 +239,65 @@ def test_the_figures_are_small_reads_at_any_log_size(app, db):
     plan = query_plan(db, lambda: health_figures.rumble_figures(db))
     assert "SCAN b" not in plan and "battles_by_rumble" in plan, plan
     assert "SCAN c" not in plan, plan
+
+
+def test_answer_times_form_a_histogram_by_rumble_and_outcome(app, client, clock):
+    """Four answers of known server times, counted as the upload endpoint counts them: each bucket
+    holds the answers up to its bound, cumulatively; the sum and the count are theirs."""
+    counts = upload_counter.counts_for(app.config["RUMBLE"]["DB"])
+    outcome = UploadOutcome(Kind.ACCEPTED, "roborumble", "a.A 1.0", "b.B 1.0", (1, 1))
+    for elapsed_ms in (1.0, 3.0, 30.0, 20_000.0):
+        counts.record(outcome, elapsed_ms, clock.now())
+    counts.record(UploadOutcome(Kind.REFUSED, reason="no"), 2.5, clock.now())  # on the bound: in its bucket
+    save(app)
+    samples = scrape(client)
+    labels = (("outcome", "accepted"), ("rumble", "roborumble"))
+    buckets = {
+        dict(k)["le"]: v
+        for k, v in of(samples, "rumble_upload_answer_duration_seconds_bucket").items()
+        if tuple((n, x) for n, x in k if n != "le") == labels
+    }
+    # 1 ms <= 2.5; 3 ms <= 5; 30 ms <= 50; 20 s above every finite bound (10 s).
+    assert buckets == {
+        "0.0025": 1,
+        "0.005": 2,
+        "0.01": 2,
+        "0.025": 2,
+        "0.05": 3,
+        "0.1": 3,
+        "0.25": 3,
+        "0.5": 3,
+        "1.0": 3,
+        "2.5": 3,
+        "5.0": 3,
+        "10.0": 3,
+        "+Inf": 4,
+    }
+    assert samples[("rumble_upload_answer_duration_seconds_count", labels)] == 4
+    assert samples[("rumble_upload_answer_duration_seconds_sum", labels)] == pytest.approx(20.034)
+    refused = (("outcome", "refused"), ("rumble", ""))
+    assert samples[("rumble_upload_answer_duration_seconds_bucket", (("le", "0.0025"), *refused))] == 1
+    save(app)  # nothing new: nothing counted twice
+    assert scrape(client)[("rumble_upload_answer_duration_seconds_count", labels)] == 4
+
+
+def test_requests_answered_busy_are_counted_by_class(tmp_path, clock):
+    """A page request over the worker's one page slot is answered 503 and counted (saved as the
+    upload counts are); the export class counts apart."""
+    from rumble.web.capacity import Capacity
+
+    app = create_app({"DB": str(tmp_path / "rumble.db"), "BATCH_INTERVAL_MINUTES": 0, "CLOCK": clock})
+    capacity = app.wsgi_app
+    assert isinstance(capacity, Capacity)
+    client = app.test_client()
+    held = [capacity.pages.acquire(blocking=False) for _ in range(capacity.limits["page"])]
+    assert all(held)
+    try:
+        for path in ("/Rankings?game=roborumble", "/", "/api/v1/rumbles/roborumble/export/battles.csv"):
+            assert client.get(path).status_code == 503
+    finally:
+        for _ in held:
+            capacity.pages.release()
+    save(app)
+    busy = {dict(k)["class"]: v for k, v in of(scrape(client), "rumble_busy_answers_total").items()}
+    assert busy == {"page": 2, "export": 1}
