@@ -9,7 +9,7 @@
 2. Builds the app on that database (as a gunicorn worker does) and requests each page --repeat
    times through Flask's test client, after one warm-up request: what is timed is the server's own
    work (routing, queries, rendering), not the network.
-3. Prints per page the median and slowest time and, for the two pages with a target (rankings and
+3. Prints per page the median and slowest time and the answer's size and, for the two pages with a target (rankings and
    bot details, < 100 ms), a baseline: a bare sqlite3 read of the same rows (the 1,200 bots' summary
    rows with names; the bot's 1,199 pairings with opponent names), and the page's ratio to it.
 
@@ -74,11 +74,13 @@ def pages_database(args: argparse.Namespace) -> Path:
     return path
 
 
-def time_page(client, url: str, repeat: int) -> list[float]:
-    """Milliseconds of each of ``repeat`` requests after one warm-up; fails loudly on a non-200."""
+def time_page(client, url: str, repeat: int) -> tuple[list[float], int]:
+    """Milliseconds of each of ``repeat`` requests after one warm-up, and the answer's size in
+    bytes (its body, as sent: no compression here); fails loudly on a non-200."""
     response = client.get(url)
     if response.status_code != 200:
         raise SystemExit(f"{url}: {response.status_code} {response.get_data(as_text=True)[:200]}")
+    size = len(response.get_data())
     response.close()
     times = []
     for _ in range(repeat):
@@ -87,7 +89,7 @@ def time_page(client, url: str, repeat: int) -> list[float]:
         response.get_data()
         times.append((time.perf_counter() - started) * 1000)
         response.close()
-    return times
+    return times, size
 
 
 def baseline_ms(path: Path, sql: str, params: tuple, repeat: int) -> float:
@@ -159,11 +161,14 @@ def main(argv: list[str] | None = None) -> int:
         ("export: rankings.csv", f"/api/v1/rumbles/{GAME}/export/rankings.csv"),
     ]
     results = {}
-    print(f"\n{'page':34} {'median ms':>10} {'max ms':>8}   (server time, {args.repeat} requests after a warm-up)")
+    print(
+        f"\n{'page':34} {'median ms':>10} {'max ms':>8} {'KB':>8}   (server time, {args.repeat} requests after a "
+        "warm-up; the answer's size)"
+    )
     for label, url in pages:
-        times = time_page(client, url, args.repeat)
+        times, size = time_page(client, url, args.repeat)
         results[label] = statistics.median(times)
-        print(f"{label:34} {results[label]:10.1f} {max(times):8.1f}")
+        print(f"{label:34} {results[label]:10.1f} {max(times):8.1f} {size / 1000:8.1f}")
     close_thread_db()
 
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)

@@ -197,13 +197,16 @@ def wait_until_up(url: str, server: subprocess.Popen, seconds: float = 30.0) -> 
     raise SystemExit(f"rumble serve did not answer within {seconds:.0f} s")
 
 
-def screenshot(url: str, path: Path, height: int, width: int) -> None:
+def screenshot(url: str, path: Path, height: int, width: int, dark: bool = False) -> None:
+    """One PNG of ``url`` in a window ``width`` × ``height``; ``dark``: with the system's colour scheme dark
+    (Chromium's ``--force-dark-mode``, which pages see as ``prefers-color-scheme: dark``)."""
     profile = tempfile.mkdtemp(prefix="rumble-shot-")
     try:
         subprocess.run(
             [
                 CHROMIUM,
                 *FLAGS,
+                *(["--force-dark-mode"] if dark else []),
                 f"--user-data-dir={profile}",
                 f"--window-size={width},{height}",
                 f"--screenshot={path}",
@@ -218,11 +221,43 @@ def screenshot(url: str, path: Path, height: int, width: int) -> None:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def reduce_colours(path: Path, colours: int) -> None:
+    """Save the PNG at ``path`` again with a palette of ``colours`` colours (about a third of the
+    bytes at 128 for these pages); nothing if ``colours`` is 0. Pillow comes with matplotlib."""
+    if colours:
+        from PIL import Image
+
+        with Image.open(path) as image:
+            reduced = image.convert("RGB").quantize(colors=colours, method=Image.Quantize.MEDIANCUT)
+        reduced.save(path, optimize=True)
+
+
+def variant_suffix(width: int, dark: bool, widths: list[int]) -> str:
+    """What a file name adds for its variant: the width when several are taken, ``-dark``."""
+    return (f"-{width}px" if len(widths) > 1 else "") + ("-dark" if dark else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "screenshots", help="folder for the PNG files")
-    parser.add_argument("--width", type=int, default=1400)
+    parser.add_argument(
+        "--widths", default="1400", help="comma-separated window widths in px (390: a phone); one PNG per width"
+    )
+    parser.add_argument("--dark", action="store_true", help="also a PNG of each page in the dark colour scheme")
+    parser.add_argument("--only", default="", help="comma-separated page names (as in the file names) to take")
+    parser.add_argument(
+        "--colours",
+        type=int,
+        default=0,
+        help="save each PNG with a palette of this many colours (0: as Chromium saved it)",
+    )
     args = parser.parse_args(argv)
+    widths = [int(width) for width in args.widths.split(",")]
+    only = set(filter(None, args.only.split(",")))
+    known = {name for name, _, _ in PAGES + ADMIN_PAGES}
+    if only - known:
+        parser.error(f"unknown pages {sorted(only - known)}; known: {sorted(known)}")
+    variants = [(width, dark) for width in widths for dark in ((False, True) if args.dark else (False,))]
     if not Path(CHROMIUM).exists():
         raise SystemExit(f"{CHROMIUM} is missing: apt-get install chromium")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -254,13 +289,21 @@ def main(argv: list[str] | None = None) -> int:
             wait_until_up(base + "/", server)
             versions(base)
             for n, (name, path, height) in enumerate(PAGES, start=1):
-                target = args.out / f"{n:02d}-{name}.png"
-                screenshot(base + path, target, height, args.width)
-                print(f"{target}  ({path})")
+                if only and name not in only:
+                    continue
+                for width, dark in variants:
+                    target = args.out / f"{n:02d}-{name}{variant_suffix(width, dark, widths)}.png"
+                    screenshot(base + path, target, height, width, dark)
+                    reduce_colours(target, args.colours)
+                    print(f"{target}  ({path})")
             for n, (name, path, height) in enumerate(ADMIN_PAGES, start=len(PAGES) + 1):
-                target = args.out / f"{n:02d}-{name}.png"
-                screenshot(admin_copy(base, path, token, Path(work), name), target, height, args.width)
-                print(f"{target}  ({path}, as a maintainer)")
+                if only and name not in only:
+                    continue
+                for width, dark in variants:
+                    target = args.out / f"{n:02d}-{name}{variant_suffix(width, dark, widths)}.png"
+                    screenshot(admin_copy(base, path, token, Path(work), name), target, height, width, dark)
+                    reduce_colours(target, args.colours)
+                    print(f"{target}  ({path}, as a maintainer)")
         finally:
             server.terminate()
             server.wait(15)
