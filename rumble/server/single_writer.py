@@ -437,30 +437,42 @@ def _serve(
         ready(db)
     checkpoints = _Checkpoints(db_path, synchronous)
     listener.setblocking(False)
-    peers: list[Connection] = []
+    # One selector for the loop's life: each connection is registered once, when accepted (a
+    # selector made anew each turn, as multiprocessing.connection.wait makes one, registers them all
+    # at every turn).
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)  # (its data None; a connection's is the connection)
+
+    def drop(conn: Connection) -> None:
+        selector.unregister(conn)
+        conn.close()
+
     progress.busy = False
     while os.getppid() == parent:
         progress.turns += 1
         waiting: list[tuple[Connection, bytes, Any]] = []
-        readable = wait([listener, *peers], TURN_SECONDS)
-        ready_ones = [conn for conn in peers if conn in readable]
-        if listener in readable:  # new connections have usually sent their first request already
-            accepted = _accept(listener)
-            peers += accepted
+        ready_ones: list[Connection] = []
+        for key, _ in selector.select(TURN_SECONDS):
+            if key.data is not None:
+                ready_ones.append(key.data)
+                continue
+            accepted = _accept(listener)  # new connections have usually sent their first request already
+            for conn in accepted:
+                selector.register(conn, selectors.EVENT_READ, conn)
             sent = wait(accepted, 0) if accepted else []
             ready_ones += [conn for conn in accepted if conn in sent]
         for ready_one in ready_ones:
             try:  # a worker sends a whole request at once: it is read without waiting
                 preparation, work = ready_one.recv()
             except Exception:  # the worker closed it (or sent what it should not): dropped
-                peers.remove(ready_one)
-                ready_one.close()
+                drop(ready_one)
                 continue
             waiting.append((ready_one, preparation, work))
         if waiting:
             progress.busy = True  # the group may wait for the write lock as long as another process holds it
             try:
-                _apply(db, waiting)
+                for gone in _apply(db, waiting):
+                    drop(gone)
             finally:
                 progress.busy = False
             pulse.applied(len(waiting))
@@ -519,8 +531,10 @@ def _raise_file_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def _apply(db: Store, waiting: list[tuple[Connection, bytes, Any]]) -> None:
-    """Apply the waiting requests as one group and answer each on its connection."""
+def _apply(db: Store, waiting: list[tuple[Connection, bytes, Any]]) -> list[Connection]:
+    """Apply the waiting requests as one group and answer each on its connection; the connections
+    that could not take their answer (their worker went away: it applies what it still waits for
+    itself), for the caller to drop."""
     works: list[Work] = []
     prepared: set[bytes] = set()
     for _, preparation, apply in waiting:
@@ -537,27 +551,29 @@ def _apply(db: Store, waiting: list[tuple[Connection, bytes, Any]]) -> None:
         apply_group(db, [work for work in works if not work.done])
     except Exception:
         log.exception("a group of uploads failed as a whole; each is answered with the error")
+    gone = []
     for (conn, _, _), work in zip(waiting, works, strict=True):
         if work.error is not None:  # the worker sees the error, without its traceback: it is logged here
             log.error("an upload's transaction failed in the writer process", exc_info=work.error)
         try:
-            conn.send(_answer(work))  # a few hundred bytes: the socket takes them at once
-        except OSError:  # the worker went away: it applies what it still waits for itself
-            conn.close()
+            conn.send_bytes(_answer(work))  # a few hundred bytes: the socket takes them at once
+        except OSError:
+            gone.append(conn)
+    return gone
 
 
 def _unreachable(db: Store) -> None:
     raise AssertionError("a work that could not be read is never applied")
 
 
-def _answer(work: Work) -> tuple[bool, Any]:
-    """The answer to one request: (True, its result) or (False, its error), picklable."""
+def _answer(work: Work) -> bytes:
+    """The answer to one request, pickled as ``Connection.recv`` reads it: (True, its result) or
+    (False, its error)."""
     answer = (work.error is None, work.result if work.error is None else work.error)
     try:
-        pickle.dumps(answer)
+        return pickle.dumps(answer)
     except Exception as error:  # an exception that cannot be pickled: say what it was
-        return False, RuntimeError(f"{type(work.error or error).__name__}: {work.error or error}")
-    return answer
+        return pickle.dumps((False, RuntimeError(f"{type(work.error or error).__name__}: {work.error or error}")))
 
 
 class _Checkpoints:

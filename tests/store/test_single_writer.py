@@ -152,13 +152,14 @@ def test_requests_on_one_connection_are_each_applied_and_answered_in_order(write
 
 
 class _Sent:
-    """A worker's connection as the writer sees it, keeping what each ``send`` was given."""
+    """A worker's connection as the writer sees it, keeping what each ``send_bytes`` was given
+    (unpickled, as the worker's ``recv`` reads it)."""
 
     def __init__(self) -> None:
         self.sends: list = []
 
-    def send(self, answer) -> None:
-        self.sends.append(answer)
+    def send_bytes(self, answer: bytes) -> None:
+        self.sends.append(pickle.loads(answer))
 
 
 def test_a_groups_answers_go_to_each_request_one_failing_alone(tmp_path):
