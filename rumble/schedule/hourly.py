@@ -32,9 +32,9 @@ from rumble.maintenance import jobs
 from rumble.rankings import uploader_trust
 from rumble.rankings.batch import METHODS, PAIRING_METHODS, WIN_RATE_METHODS
 from rumble.rankings.pairwise import Ranking, present, ranks_from_scores
-from rumble.rankings.uploader_consistency import POOL, consistency_of
+from rumble.rankings.uploader_consistency import POOL, Verdict, consistency_of
 from rumble.schedule import exports
-from rumble.store import batch_runs, battle_states, bots, maintainers, trust, uploader_sums
+from rumble.store import batch_runs, battle_states, bots, maintainers, trust, uploader_sums, uploader_verdicts
 from rumble.store.export import log_version
 from rumble.store.rumbles import rumble_id, rumble_rows
 
@@ -260,8 +260,9 @@ def hold_flagged(db: store.Store, min_battles: int, games: list[str] | None = No
     (rumble.rankings.uploader_consistency; the pooled small uploaders' each, when their pool is
     flagged): a flag action as a maintainer's, recomputed aside and audited, which a maintainer
     releases (unflag) or rolls back from /admin. An uploader with a party a maintainer vouched for,
-    or whose battles a maintainer once released by name, is left to the maintainers. Battles held
-    per rumble and uploader."""
+    or whose battles a maintainer once released by name, is left to the maintainers. Each rumble's
+    table, as it stands after the holds, is stored for the pages (rumble.store.uploader_verdicts).
+    Battles held per rumble and uploader."""
     with store.read(db):
         said = trust.words(db)
         released = maintainers.released_uploaders(db)
@@ -272,9 +273,7 @@ def hold_flagged(db: store.Store, min_battles: int, games: list[str] | None = No
         rid = rumble_id(db, game)
         if rid is None:
             continue
-        with store.read(db):
-            by_pairing = uploader_sums.consistency_totals(db, rid)
-        verdicts = consistency_of(by_pairing)
+        verdicts, version = _verdicts(db, rid)
         pool = next((v for v in verdicts if v.uploader == POOL), None)
         flagged = {v.uploader: v.reason for v in verdicts if v.flagged and v.uploader != POOL}
         if pool is not None and pool.flagged:
@@ -294,7 +293,19 @@ def hold_flagged(db: store.Store, min_battles: int, games: list[str] | None = No
             )
             held.setdefault(game, {})[uploader] = outcome.battles
             log.warning("held %d battles of %s in %s for review: %s", outcome.battles, uploader, game, reason)
+        if game in held:  # the held battles no longer count: the table as it now stands
+            verdicts, version = _verdicts(db, rid)
+        with store.write(db):
+            uploader_verdicts.put(db, rid, [v.as_dict() for v in verdicts], version, store.utc_now())
     return held
+
+
+def _verdicts(db: store.Store, rid: int) -> tuple[list[Verdict], tuple]:
+    """The rumble's uploader-consistency table and the log version it reflects (one read snapshot)."""
+    with store.read(db):
+        by_pairing = uploader_sums.consistency_totals(db, rid)
+        version = log_version(db, rid)
+    return consistency_of(by_pairing), version
 
 
 def refresh_exports(db: store.Store, settings: dict[str, Any]) -> list[str]:

@@ -190,3 +190,11 @@ def party_totals(db: Store, rumble_id: int) -> Totals:
         t = found.setdefault((parties[key], a, b), [0, 0, 0])
         t[0], t[1], t[2] = t[0] + n, t[1] + share, t[2] + square
     return from_sums(((p, a, b, n, x, q) for (p, a, b), (n, x, q) in found.items()), SHARE_UNIT, SQUARE_UNIT)
+
+
+def at_most(db: Store, rumble_id: int, limit: int) -> bool:
+    """Whether the rumble has at most ``limit`` rows of sums (reads at most ``limit`` + 1 index entries)."""
+    (count,) = db.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM uploader_sums WHERE rumble_id = ? LIMIT ?)", (rumble_id, limit + 1)
+    ).fetchone()
+    return count <= limit

@@ -21,7 +21,7 @@ from rumble.store.rumbles import known_rumble_id, rumble_id
 from rumble.web import admin_auth, admin_uploaders, get_db, now
 from rumble.web.admin_auth import admin_required, csrf_token
 from rumble.web.body import MalformedBody, form_or_json
-from rumble.web.uploader_data import uploader_table
+from rumble.web.uploader_data import uploader_table_state
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 bp.register_blueprint(admin_uploaders.bp)  # /admin/uploaders and /admin/uploader-preview
@@ -97,7 +97,7 @@ def audit_page():
     games = sorted(current_app.extensions["rumble.rumbles"])
     default_game = "roborumble" if "roborumble" in games else next(iter(games), None)  # the 1v1 ladder, not meleerumble
     chosen = request.args.get("uploaders")  # the rumble whose uploader-consistency table to show, if any
-    consistency = uploader_table(db, known_rumble_id(db, chosen)) if chosen is not None and chosen in games else None
+    table = uploader_table_state(db, known_rumble_id(db, chosen)) if chosen is not None and chosen in games else None
     csrf = csrf_token() if g.admin_via == "session" else ""
     return render_template(
         "admin.html",
@@ -112,8 +112,10 @@ def audit_page():
         retirements=retirements,
         jobs=recent_jobs,
         words=words,
-        uploaders_game=chosen if consistency is not None else None,
-        consistency=consistency,
+        uploaders_game=chosen if table is not None else None,
+        consistency=table.rows if table is not None else None,
+        consistency_source=table.source if table is not None else "live",
+        consistency_computed_at=table.computed_at if table is not None else None,
         alpha=ALPHA,
         clients=stored.accepted_clients(current_app.config["RUMBLE"]["ACCEPTED_CLIENTS"]),
         rumbles=stored.rumbles(current_app.extensions["rumble.rumbles"]),

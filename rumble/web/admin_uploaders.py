@@ -15,7 +15,7 @@ from rumble.web import get_db, now
 from rumble.web.admin_auth import admin_required
 from rumble.web.body import form_or_json
 from rumble.web.lookup import NotFound, failure, rumble_or_404
-from rumble.web.uploader_data import rollback, uploader_table
+from rumble.web.uploader_data import rollback, uploader_table_state
 
 bp = Blueprint("uploaders", __name__)  # nested in the admin blueprint (rumble/web/admin.py): under /admin
 PREVIEW_ROWS = 30  # rows of the preview table (the JSON has them all)
@@ -35,10 +35,18 @@ def table() -> Response | str:
         game, rid = _game()
     except NotFound as error:
         return failure(error)
-    rows = uploader_table(get_db(), rid)
+    table = uploader_table_state(get_db(), rid)
     if request.args.get("api") == "1":
-        return jsonify({"game": game, "alpha": ALPHA, "items": rows})
-    return render_template("admin_uploaders.html", game=game, consistency=rows, alpha=ALPHA, preview=True)
+        return jsonify({"game": game, "alpha": ALPHA, "items": table.rows})
+    return render_template(
+        "admin_uploaders.html",
+        game=game,
+        consistency=table.rows,
+        consistency_source=table.source,
+        consistency_computed_at=table.computed_at,
+        alpha=ALPHA,
+        preview=True,
+    )
 
 
 @bp.get("/uploader-preview")

@@ -17,7 +17,7 @@ from rumble.store.rumbles import known_rumble_id, rumble_rows
 from rumble.web import cells, confidence_data, get_db, now, search
 from rumble.web.lookup import BATCH_TITLES
 from rumble.web.page_data import MELEE_TITLES, columns, ranking_table, stats_page
-from rumble.web.uploader_data import uploader_table
+from rumble.web.uploader_data import uploader_table_state
 
 bp = Blueprint("pages", __name__)
 MAX_LIMIT = 100_000  # rows a /Rankings page may ask for: every bot of any rumble (by default a page has them all)
@@ -228,7 +228,10 @@ def rumble_stats():
         abort(404, description=f"There is no rumble called {game!r}.")
     page = stats_page(get_db(), game)
     # one rumble's uploader consistency (rumble.web.uploader_data); every rumble at once would scan every log
-    page["consistency"] = uploader_table(get_db(), known_rumble_id(get_db(), game)) if game else []
+    table = uploader_table_state(get_db(), known_rumble_id(get_db(), game)) if game else None
+    page["consistency"] = table.rows if table is not None else []
+    page["consistency_source"] = table.source if table is not None else "live"
+    page["consistency_computed_at"] = table.computed_at if table is not None else None
     page["alpha"] = ALPHA
     if request.args.get("api") == "1":
         return jsonify(page)

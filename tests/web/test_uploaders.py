@@ -17,7 +17,7 @@ from rumble.ingest import apply
 from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.protocol.replies import Kind
 from rumble.schedule import hourly
-from rumble.store import bots, history, priority_queue
+from rumble.store import bots, history, priority_queue, uploader_verdicts
 from rumble.store.confirmation_queue import pop_for_uploader
 from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot
@@ -333,3 +333,58 @@ def test_a_burst_of_requests_computes_a_kept_table_once(app):
     for thread in threads:
         thread.join()
     assert (len(calls), results) == (1, [[{"uploader": "u", "battles": 1}]] * 8)
+
+
+def test_a_large_rumbles_uploader_table_is_the_batch_runs_and_no_request_works_it_out(
+    app, client, upload, clock, monkeypatch
+):
+    """Past LIVE_SUMS rows of sums, a request reads the table the scheduled run stored and never
+    reads the sums themselves: none before the first run (said so), the run's rows after it (as of
+    its time), still shown after more battles, until the next run."""
+    from rumble.rankings.uploader_consistency import consistency_of
+    from rumble.store import uploader_sums
+    from rumble.web import uploader_data
+
+    _rumble_with_a_cheat(upload, clock)
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    rid = rumble_id(db, "roborumble")
+    with store.read(db):  # worked out here, independently of the stored rows
+        expected = [v.as_dict() for v in consistency_of(uploader_sums.consistency_totals(db, rid))]
+    monkeypatch.setattr(uploader_data, "LIVE_SUMS", 1)  # this rumble (dozens of rows) is now "large"
+
+    def no_reading(*args):
+        raise AssertionError("a request read the uploader sums")
+
+    monkeypatch.setattr(uploader_sums, "consistency_totals", no_reading)
+    assert client.get("/api/v1/rumbles/roborumble/uploaders").json["items"] == []
+    page = client.get("/RumbleStats?game=roborumble").get_data(as_text=True)
+    assert "Not worked out yet: for a rumble this large the scheduled batch run does it (hourly)." in page
+    monkeypatch.undo()  # the scheduled run reads them
+    monkeypatch.setattr(uploader_data, "LIVE_SUMS", 1)
+    assert hourly.hold_flagged(db, 3) == {"roborumble": {"cheat": 40}}
+    computed_at = db.execute("SELECT computed_at FROM uploader_verdicts WHERE rumble_id = ?", (rid,)).fetchone()[0]
+    db.close()
+    with store.read(db := store.connect(app.config["RUMBLE"]["DB"])):
+        after_hold = [v.as_dict() for v in consistency_of(uploader_sums.consistency_totals(db, rid))]
+    db.close()
+    monkeypatch.setattr(uploader_sums, "consistency_totals", no_reading)
+    items = client.get("/api/v1/rumbles/roborumble/uploaders").json["items"]
+    assert items == after_hold and after_hold != expected  # the table as it stands after the hold
+    assert {row["uploader"] for row in items} == {"honest1", "honest2", "honest3"}
+    more = battle(BOTS[0], BOTS[1], uploader="honest1", time_ms=clock.now_ms() + 5)
+    assert upload(more).kind == Kind.ACCEPTED
+    page = client.get("/RumbleStats?game=roborumble").get_data(as_text=True)
+    assert f"As of the scheduled batch run at {computed_at} UTC" in page
+    assert client.get("/api/v1/rumbles/roborumble/uploaders").json["items"] == after_hold
+
+
+def test_a_small_rumbles_stale_stored_table_gives_way_to_one_worked_out_now(app, client, upload, clock):
+    """Under LIVE_SUMS a request works the table out itself when the stored one is older than the log."""
+    _rumble_with_a_cheat(upload, clock)
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    rid = rumble_id(db, "roborumble")
+    with store.write(db):
+        uploader_verdicts.put(db, rid, [{"uploader": "stale"}], (0,), "2000-01-01 00:00:00.000")
+    db.close()
+    items = client.get("/api/v1/rumbles/roborumble/uploaders").json["items"]
+    assert {row["uploader"] for row in items} == {"honest1", "honest2", "honest3", "cheat"}
