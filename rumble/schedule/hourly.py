@@ -34,7 +34,7 @@ from rumble.rankings.batch import METHODS, PAIRING_METHODS, WIN_RATE_METHODS
 from rumble.rankings.pairwise import Ranking, present, ranks_from_scores
 from rumble.rankings.uploader_consistency import POOL, Verdict, consistency_of
 from rumble.schedule import exports
-from rumble.store import batch_runs, battle_states, bots, maintainers, trust, uploader_sums, uploader_verdicts
+from rumble.store import batch_runs, batch_tables, battle_states, bots, ladder_events, maintainers, trust, uploader_sums
 from rumble.store.export import log_version
 from rumble.store.rumbles import rumble_id, rumble_rows
 
@@ -184,6 +184,10 @@ def scheduled_run(settings: dict[str, Any]) -> list[Report]:
         except Exception:  # the flags stay on /RumbleStats and /admin for a maintainer to act on
             log.exception("holding the flagged uploaders' battles failed")
         try:
+            store_completions(db, settings["CLOCK"].now())
+        except Exception:  # the feed keeps the completions stored before
+            log.exception("storing the new bots' completions failed")
+        try:
             refresh_exports(db, settings)
         except Exception:  # the snapshots are written on request instead
             log.exception("refreshing the export snapshots failed")
@@ -261,7 +265,7 @@ def hold_flagged(db: store.Store, min_battles: int, games: list[str] | None = No
     flagged): a flag action as a maintainer's, recomputed aside and audited, which a maintainer
     releases (unflag) or rolls back from /admin. An uploader with a party a maintainer vouched for,
     or whose battles a maintainer once released by name, is left to the maintainers. Each rumble's
-    table, as it stands after the holds, is stored for the pages (rumble.store.uploader_verdicts).
+    table, as it stands after the holds, is stored for the pages (rumble.store.batch_tables).
     Battles held per rumble and uploader."""
     with store.read(db):
         said = trust.words(db)
@@ -296,8 +300,27 @@ def hold_flagged(db: store.Store, min_battles: int, games: list[str] | None = No
         if game in held:  # the held battles no longer count: the table as it now stands
             verdicts, version = _verdicts(db, rid)
         with store.write(db):
-            uploader_verdicts.put(db, rid, [v.as_dict() for v in verdicts], version, store.utc_now())
+            batch_tables.put(db, rid, batch_tables.UPLOADERS, [v.as_dict() for v in verdicts], version, store.utc_now())
     return held
+
+
+def store_completions(db: store.Store, now: datetime) -> int:
+    """For the feed: each rumble's new bots that met every active participant, and when
+    (rumble.store.ladder_events.completions), stored with the log version they reflect
+    (rumble.store.batch_tables), so that a request for a large rumble reads them. Rumbles stored."""
+    since = store.format_time(now - timedelta(days=ladder_events.NEW_BOT_DAYS))
+    with store.read(db):
+        names = [row["name"] for row in rumble_rows(db) if row["battles"]]
+    for game in names:
+        rid = rumble_id(db, game)
+        if rid is None:
+            continue
+        with store.read(db):
+            version = log_version(db, rid)
+            rows = ladder_events.completions(db, rid, ladder_events.complete_bots(db, rid, since))
+        with store.write(db):
+            batch_tables.put(db, rid, batch_tables.COMPLETIONS, rows, version, store.format_time(now))
+    return len(names)
 
 
 def _verdicts(db: store.Store, rid: int) -> tuple[list[Verdict], tuple]:

@@ -5,19 +5,26 @@ from __future__ import annotations
 
 from rumble.store import Store
 
+NEW_BOT_DAYS = 30  # a bot first seen within this many days is "new" when it completes its pairings (the feed)
 
-def completions(db: Store, rumble_id: int, since: str) -> list[dict]:
-    """Active bots first seen at or after ``since`` that have met every active participant, with
-    when: the first battle of the last of those pairings to get one. Newest first."""
-    found = []
-    rows = db.execute(
+
+def complete_bots(db: Store, rumble_id: int, since: str) -> list[tuple[int, str]]:
+    """Active bots first seen at or after ``since`` that have met every active participant: (id, full name)."""
+    return db.execute(
         "WITH n AS (SELECT count(*) AS active FROM participants WHERE rumble_id = ?1 AND active = 1) "
         "SELECT p.bot_id, b.full_name FROM participants p CROSS JOIN n JOIN bots b ON b.id = p.bot_id "
         "JOIN bot_summaries s ON s.rumble_id = p.rumble_id AND s.bot_id = p.bot_id "
         "WHERE p.rumble_id = ?1 AND p.active = 1 AND p.first_seen >= ?2 AND n.active > 1 AND s.pairings >= n.active - 1",
         (rumble_id, since),
     ).fetchall()
-    for bot, name in rows:
+
+
+def completions(db: Store, rumble_id: int, bots: list[tuple[int, str]]) -> list[dict]:
+    """When each of ``bots`` (``complete_bots``) completed: the first battle of the last of its
+    pairings with an active bot to get one; name and time, newest first. Each bot's battles are
+    read (through battles_by_pairing): a few ms a bot at one battle a pairing of a 1,200-bot ladder."""
+    found = []
+    for bot, name in bots:
         at = db.execute(
             "SELECT max(first_at) FROM (SELECT x.opponent, min(x.received_at) AS first_at FROM ("
             "  SELECT second_bot_id AS opponent, received_at FROM battles "

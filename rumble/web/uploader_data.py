@@ -14,7 +14,7 @@ from flask import current_app
 
 from rumble.rankings import rollback_preview
 from rumble.rankings.uploader_consistency import consistency_of
-from rumble.store import Store, bots, export, read, uploader_battles, uploader_sums, uploader_verdicts
+from rumble.store import Store, batch_tables, bots, export, read, uploader_battles, uploader_sums
 
 # (database file, rumble id, what) -> (the rumble's log version, monotonic time computed, rows): per worker
 _TABLES: dict[tuple[str, int, str], tuple[tuple, float, list[dict]]] = {}
@@ -45,11 +45,11 @@ def uploader_table_state(db: Store, rid: int) -> UploaderTable:
     Working it out reads the sums of every pairing each uploader shares (rumble.store.uploader_sums):
     a few ms on a small rumble, seconds on a large ladder (4.4 s to read 719,400 rows). So a request
     works it out only while the rumble has at most LIVE_SUMS rows of sums (kept per worker, ``kept``);
-    past that it shows the table the scheduled batch run stored (rumble.store.uploader_verdicts),
+    past that it shows the table the scheduled batch run stored (rumble.store.batch_tables),
     as of that run, or none before the first run. A stored table still current is shown either way."""
     with read(db):
-        stored = uploader_verdicts.stored(db, rid)
-        version = uploader_verdicts.version_text(export.log_version(db, rid))
+        stored = batch_tables.stored(db, rid, batch_tables.UPLOADERS)
+        version = batch_tables.version_text(export.log_version(db, rid))
         small = uploader_sums.at_most(db, rid, LIVE_SUMS)
     if stored is not None and (stored.log_version == version or not small):
         return UploaderTable(stored.rows, "stored", stored.computed_at)
@@ -66,14 +66,15 @@ def uploader_table_state(db: Store, rid: int) -> UploaderTable:
 
 def kept(db: Store, rid: int, what: str, compute: Callable[[], list[dict]]) -> list[dict]:
     """``compute()``'s rows for the rumble, kept per worker and computed again only once the rumble
-    has changed (store.export.log_version) and UPLOADERS_MAX_AGE_MINUTES have passed; a copy."""
+    has changed (store.export.log_version) and UPLOADERS_MAX_AGE_MINUTES have passed, or the
+    scheduled run stored its tables (rumble.store.batch_tables) since; a copy."""
     max_age = 60.0 * current_app.config["RUMBLE"]["UPLOADERS_MAX_AGE_MINUTES"]
     key = (current_app.config["RUMBLE"]["DB"], rid, what)
-    with read(db):
-        version = export.log_version(db, rid)
+    with read(db):  # what the scheduled run stored since counts as a change too
+        version = (export.log_version(db, rid), batch_tables.computed(db, rid))
 
-    def usable(found: tuple) -> bool:
-        return found[0] == version or time.monotonic() - found[1] < max_age
+    def usable(found: tuple) -> bool:  # a new batch run's tables are taken at once, the log's changes after max_age
+        return found[0] == version or (found[0][1] == version[1] and time.monotonic() - found[1] < max_age)
 
     found = _TABLES.get(key)
     if found is not None and usable(found):

@@ -17,7 +17,7 @@ from rumble.ingest import apply
 from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.protocol.replies import Kind
 from rumble.schedule import hourly
-from rumble.store import bots, history, priority_queue, uploader_verdicts
+from rumble.store import batch_tables, bots, history, priority_queue
 from rumble.store.confirmation_queue import pop_for_uploader
 from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot
@@ -362,7 +362,9 @@ def test_a_large_rumbles_uploader_table_is_the_batch_runs_and_no_request_works_i
     monkeypatch.undo()  # the scheduled run reads them
     monkeypatch.setattr(uploader_data, "LIVE_SUMS", 1)
     assert hourly.hold_flagged(db, 3) == {"roborumble": {"cheat": 40}}
-    computed_at = db.execute("SELECT computed_at FROM uploader_verdicts WHERE rumble_id = ?", (rid,)).fetchone()[0]
+    computed_at = db.execute(
+        "SELECT computed_at FROM batch_tables WHERE rumble_id = ? AND what = 'uploaders'", (rid,)
+    ).fetchone()[0]
     db.close()
     with store.read(db := store.connect(app.config["RUMBLE"]["DB"])):
         after_hold = [v.as_dict() for v in consistency_of(uploader_sums.consistency_totals(db, rid))]
@@ -384,7 +386,50 @@ def test_a_small_rumbles_stale_stored_table_gives_way_to_one_worked_out_now(app,
     db = store.connect(app.config["RUMBLE"]["DB"])
     rid = rumble_id(db, "roborumble")
     with store.write(db):
-        uploader_verdicts.put(db, rid, [{"uploader": "stale"}], (0,), "2000-01-01 00:00:00.000")
+        batch_tables.put(db, rid, batch_tables.UPLOADERS, [{"uploader": "stale"}], (0,), "2000-01-01 00:00:00.000")
     db.close()
     items = client.get("/api/v1/rumbles/roborumble/uploaders").json["items"]
     assert {row["uploader"] for row in items} == {"honest1", "honest2", "honest3", "cheat"}
+
+
+def test_many_new_complete_bots_come_to_the_feed_from_the_batch_run(app, client, upload, clock, monkeypatch):
+    """Past LIVE_CANDIDATES new complete bots, a request reads the completions the scheduled run
+    stored and never reads a bot's battles: none before the run, each bot after it, dated by the
+    first battle of its last pairing (read back from the log here)."""
+    from rumble.store import ladder_events
+    from rumble.web import feed
+
+    monkeypatch.setattr(feed, "LIVE_CANDIDATES", 0)  # any new complete bot is "many"
+    now = clock.now_ms()
+    for k, (a, b) in enumerate((a, b) for i, a in enumerate(BOTS[:3]) for b in BOTS[i + 1 : 3]):
+        for repeat in range(2):  # the pairing's first battle, then a later one
+            sent = battle(a, b, uploader="honest1", time_ms=now - 100_000 + 10_000 * k + 1_000 * repeat)
+            assert upload(sent).kind == Kind.ACCEPTED
+            clock.advance(seconds=1)
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    rows = db.execute(
+        "SELECT x.full_name, y.full_name, min(b.received_at) FROM battles b JOIN bots x ON x.id = b.first_bot_id "
+        "JOIN bots y ON y.id = b.second_bot_id GROUP BY b.first_bot_id, b.second_bot_id"
+    ).fetchall()
+    first_battle = {frozenset((a, b)): at for a, b, at in rows}
+    expected = {
+        bot: max(at for pair, at in first_battle.items() if bot in pair)[:19].replace(" ", "T") + "Z"
+        for bot in BOTS[:3]
+    }
+    real = ladder_events.completions
+
+    def no_reading(*args):
+        raise AssertionError("a request read a bot's battles")
+
+    monkeypatch.setattr(ladder_events, "completions", no_reading)
+    assert not any("has met every active participant" in title for title in _entries(client, "/feed/roborumble"))
+    monkeypatch.setattr(ladder_events, "completions", real)
+    assert hourly.store_completions(db, clock.now()) == 1
+    db.close()
+    monkeypatch.setattr(ladder_events, "completions", no_reading)
+    entries = _entries(client, "/feed/roborumble")  # the worker's kept events give way to the stored run's
+    for bot in BOTS[:3]:
+        assert (
+            entries[f"{bot} has met every active participant of roborumble"].find(f"{ATOM}updated").text
+            == (expected[bot])
+        )
