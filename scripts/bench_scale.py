@@ -233,6 +233,9 @@ def one_size(per_pairing: int, ladder: bench_upload.Ladder, rumbles: dict, args:
     copy = args.workdir / "scale-run.db"
     bench_upload.remove_database(copy)
     shutil.copyfile(cached, copy)
+    # Snapshots an earlier run asked for beside the same file name: the batch job would refresh
+    # them (its time then includes their build) and the page step would serve them as they are.
+    shutil.rmtree(copy.parent / "exports", ignore_errors=True)
     try:
         job = subprocess.run(
             [sys.executable, "-c", SCHEDULED, str(copy)], cwd=REPO, stdout=subprocess.PIPE, text=True, check=True
