@@ -88,7 +88,7 @@ class StoredFigures(Collector):
         return _families()
 
     def collect(self) -> Iterable[Metric]:
-        try:  # three statements, each its own read: no transaction, which one open on this connection would refuse
+        try:  # five statements, each its own read: no transaction, which one open on this connection would refuse
             db = thread_db(self.settings)
             rumbles = health_figures.rumble_figures(db)
             uploads = health_figures.upload_totals(db)
