@@ -169,3 +169,25 @@ def test_batch_runs_each_changed_rumble_once(demo_db):
     assert first.exit_code == 0 and first.output.startswith("roborumble: batch run 1, 20 bots, 300 battles")
     again = invoke("batch", "--db", demo_db)
     assert again.output == "no rumble changed since its last batch run\n"
+
+
+def test_batch_also_stores_what_the_schedule_stores_for_the_pages(demo_db):
+    """`rumble batch` from cron stands in for the schedule: after the rankings, the uploader table and
+    the feed's completions of each rumble with battles are stored, each at the rumble's current version."""
+    import json
+    import sqlite3
+
+    from rumble.store.export import log_version
+
+    assert invoke("batch", "--db", demo_db).exit_code == 0
+    conn = sqlite3.connect(demo_db)
+    try:
+        stored = conn.execute(
+            "SELECT r.name, t.what, t.log_version FROM batch_tables t JOIN rumbles r ON r.id = t.rumble_id"
+        ).fetchall()
+        rid = conn.execute("SELECT id FROM rumbles WHERE name = 'roborumble'").fetchone()[0]
+        current = json.dumps(log_version(conn, rid))
+    finally:
+        conn.close()
+    assert {(name, what) for name, what, _ in stored} >= {("roborumble", "uploaders"), ("roborumble", "completions")}
+    assert {version for name, _, version in stored if name == "roborumble"} == {current}

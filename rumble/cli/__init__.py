@@ -439,8 +439,10 @@ def _rank_file(path: Path, methods: tuple[str, ...], progress):
 @cli.command()
 @db_option
 def batch(db: str | None) -> None:
-    """Run the batch rankings once for every rumble whose log changed since its last run (as the schedule does)."""
-    from rumble.schedule.hourly import COMMAND_LINE, refresh_exports, run_stale, take_daily_snapshot
+    """Run the batch rankings once for every rumble whose log changed since its last run, then what the
+    schedule does after them (standings, holds of flagged uploaders' battles, the pages' stored tables,
+    export snapshots): a schedule of its own, from cron, for a server run without `rumble schedule`."""
+    from rumble.schedule.hourly import COMMAND_LINE, after_runs, run_stale, take_daily_snapshot
 
     _log_to_stderr(logging.WARNING)  # a rumble that fails is logged and skipped
     settings = settings_for(db)
@@ -448,7 +450,7 @@ def batch(db: str | None) -> None:
     try:
         take_daily_snapshot(conn)
         reports = run_stale(conn, COMMAND_LINE)
-        rewritten = refresh_exports(conn, settings)
+        rewritten = after_runs(conn, settings)
     finally:
         conn.close()
     for r in reports:

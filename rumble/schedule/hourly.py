@@ -170,30 +170,39 @@ def run_stale(db: store.Store, source: str = SCHEDULED) -> list[Report]:
 
 
 def scheduled_run(settings: dict[str, Any]) -> list[Report]:
-    """The scheduled run: ``run_stale`` on its own connection to the settings' database."""
+    """The scheduled run: ``run_stale`` on its own connection to the settings' database, then ``after_runs``."""
     db = store.connect(settings["DB"], settings["SYNCHRONOUS"], migrate=False)
     try:
         take_daily_snapshot(db)
         reports = run_stale(db, SCHEDULED)
-        try:
-            refresh_standings(db, unconfirmed_days=settings["UNCONFIRMED_BOT_DAYS"], now=settings["CLOCK"].now())
-        except Exception:  # removals then go on by the standings computed before
-            log.exception("computing the uploaders' standings failed")
-        try:
-            hold_flagged(db, settings["PRIORITY_MIN_BATTLES"])
-        except Exception:  # the flags stay on /RumbleStats and /admin for a maintainer to act on
-            log.exception("holding the flagged uploaders' battles failed")
-        try:
-            store_completions(db, settings["CLOCK"].now())
-        except Exception:  # the feed keeps the completions stored before
-            log.exception("storing the new bots' completions failed")
-        try:
-            refresh_exports(db, settings)
-        except Exception:  # the snapshots are written on request instead
-            log.exception("refreshing the export snapshots failed")
+        after_runs(db, settings)
         return reports
     finally:
         db.close()
+
+
+def after_runs(db: store.Store, settings: dict[str, Any]) -> list[str]:
+    """What a run of the schedule (and ``rumble batch``) does after the batch rankings: the uploaders'
+    standings, the holds of flagged uploaders' battles with the stored uploader tables, the feed's
+    stored completions, and the stale export snapshots someone asked for; each step that fails is
+    logged and the next one still runs. The export snapshots rewritten (``refresh_exports``)."""
+    try:
+        refresh_standings(db, unconfirmed_days=settings["UNCONFIRMED_BOT_DAYS"], now=settings["CLOCK"].now())
+    except Exception:  # removals then go on by the standings computed before
+        log.exception("computing the uploaders' standings failed")
+    try:
+        hold_flagged(db, settings["PRIORITY_MIN_BATTLES"])
+    except Exception:  # the flags stay on /RumbleStats and /admin for a maintainer to act on
+        log.exception("holding the flagged uploaders' battles failed")
+    try:
+        store_completions(db, settings["CLOCK"].now())
+    except Exception:  # the feed keeps the completions stored before
+        log.exception("storing the new bots' completions failed")
+    try:
+        return refresh_exports(db, settings)
+    except Exception:  # the snapshots are written on request instead
+        log.exception("refreshing the export snapshots failed")
+        return []
 
 
 UNCONFIRMED = "unconfirmed: no battle from an established uploader within {days} days of joining"
