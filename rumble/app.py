@@ -8,6 +8,7 @@ start one.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flask import Flask
@@ -32,7 +33,7 @@ def create_app(config: dict[str, Any] | None = None, preload_fields: bool = Fals
     app.extensions["rumble.rumbles"] = rumbles
     prepare_database(values, rumbles)
 
-    from rumble.web import admin, api, body, bot_pages, client, feed, health, pages, plots, search
+    from rumble.web import admin, api, body, bot_pages, client, feed, health, page_cache, pages, plots, search
     from rumble.web.lookup import NotFound, failure
 
     app.wsgi_app = body.guard_input(app.wsgi_app)  # type: ignore[method-assign]  # a body that cannot be read is a 400, never a 500
@@ -51,6 +52,7 @@ def create_app(config: dict[str, Any] | None = None, preload_fields: bool = Fals
     app.register_blueprint(participants.bp)  # /Participants and /jars/...: the participants lists and the bot jars
     app.register_blueprint(health.bp)  # /healthz and /metrics, for operators' monitors
     wrap_wsgi(app, values)
+    page_cache.init_app(app)  # pages built once per change (or per PAGE_CACHE_SECONDS while uploads flow), with ETags
     if preload_fields:
         from rumble.web import preload_fields as preload
 
@@ -81,6 +83,14 @@ def wrap_wsgi(app: Flask, values: dict[str, Any]) -> None:
         values["EXPORT_REQUESTS"],
         lambda kind: counts.record_busy(kind, values["CLOCK"].now()),
     )
+
+
+def wrap_page_builds(app: Flask, wrap: Callable[[Callable], Callable]) -> None:
+    """Put the middleware ``wrap`` makes between the kept pages (rumble.web.page_cache) and the rest
+    of the app: what is answered from a kept page never goes through it."""
+    from rumble.web.page_cache import MIDDLEWARE_KEY
+
+    app.extensions[MIDDLEWARE_KEY].wrap_misses(wrap)
 
 
 def prepare_database(values: dict[str, Any], rumbles: dict) -> None:

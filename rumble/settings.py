@@ -203,6 +203,15 @@ SETTINGS = (
         "Serve page, API, plot and export GETs in a pool of threads per `rumble serve` worker, so that their computing does not hold up the worker's uploads (no: in their greenlet).",
         _yes,
     ),
+    Setting(
+        "PAGE_CACHE_SECONDS",
+        5.0,
+        "A page, JSON API answer or plot is built once and served again (with its ETag; a repeat that sends it gets 304) while nothing in the database changed, for at most a minute; while uploads change it, for this many seconds: how far behind the log a page may be. 0: rebuilt after every change.",
+        float,
+    ),
+    Setting(
+        "PAGE_CACHE_MB", 32, "Memory per worker for the built pages kept (least recently served dropped first).", int
+    ),
     Setting("EXPORT_REQUESTS", 2, "Of the PAGE_REQUESTS, how many may be exports or plots at once per worker.", int),
     Setting(
         "TRUSTED_PROXIES",

@@ -16,7 +16,7 @@ from rumble.protocol.battle import Battle, Side
 from rumble.protocol.replies import UploadOutcome
 from rumble.protocol.upload import format_upload
 from rumble.store import maintainers, trust
-from rumble.web import close_thread_db
+from rumble.web import close_thread_db, page_cache
 from rumble.web.upload_counter import upload_decided
 
 
@@ -28,6 +28,23 @@ def compiled_rating_step():
     from rumble.ratings.online import warm_up
 
     warm_up()
+
+
+@pytest.fixture(autouse=True)
+def pages_rebuilt_after_every_change(monkeypatch):
+    """Every app a test makes serves a kept page only while nothing changed (PAGE_CACHE_SECONDS 0):
+    the tests read a page right after the change they check. The bounded staleness that a server
+    has by default is tested on its own (tests/web/test_page_cache.py)."""
+    monkeypatch.setenv("RUMBLE_PAGE_CACHE_SECONDS", "0")
+
+
+def forget_pages(app, stale_seconds: float | None = None) -> None:
+    """Drop the pages ``app`` keeps (rumble.web.page_cache), as after a change they cannot see: a
+    test that patches code or settings under a running app (a server is restarted for those).
+    ``stale_seconds``: keep them from now on as PAGE_CACHE_SECONDS says (unchanged if None)."""
+    kept = app.extensions[page_cache.MIDDLEWARE_KEY]
+    seconds = kept.cache.stale_seconds if stale_seconds is None else stale_seconds
+    kept.cache = app.extensions[page_cache.EXTENSION_KEY] = page_cache.PageCache(seconds, kept.cache.max_bytes)
 
 
 _clock = Clock()  # the running test's clock (the ``clock`` fixture replaces it for each test)

@@ -12,7 +12,6 @@ import resource
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 import click
 from tqdm import tqdm
@@ -69,7 +68,7 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     if values["CONNECTIONS"] < 1:
         raise click.ClickException(f"CONNECTIONS must be at least 1, not {values['CONNECTIONS']}")
     connections = _connection_limit(values["CONNECTIONS"])
-    from rumble.app import attach_writer, save_counts, save_counts_every
+    from rumble.app import attach_writer, save_counts, save_counts_every, wrap_page_builds
     from rumble.ingest import fields
     from rumble.server import single_writer
 
@@ -112,12 +111,16 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
             # The worker's upload and refusal counts, saved every COUNTS_SAVE_SECONDS whether or not
             # another request comes (a thread, that is a greenlet under gevent).
             threading.Thread(target=save_counts_every, args=(app,), name="counts", daemon=True).start()
-            pages: Any = app
             if values["PAGES_IN_THREADS"]:
-                # Two threads more than the page slots (rumble.web.capacity), which answer the requests over them 503.
-                pages = PagesInThreads(app, values["PAGE_REQUESTS"] + 2, lambda path: path not in CLIENT_PATHS)
+                # Between the kept pages (answered in the connection's greenlet) and the app: only
+                # pages built anew take a thread. Two threads more than the page slots
+                # (rumble.web.capacity), which answer the requests over them 503.
+                threads = values["PAGE_REQUESTS"] + 2
+                wrap_page_builds(
+                    app, lambda inner: PagesInThreads(inner, threads, lambda path: path not in CLIENT_PATHS)
+                )
             # RemoveOldParticipant: 4 at a time per worker, each at least 50 ms (80 a second per worker).
-            paced = Paced(pages, frozenset({"/RemoveOldParticipant"}), 4, 0.05, 64, REMOVALS_BUSY)
+            paced = Paced(app, frozenset({"/RemoveOldParticipant"}), 4, 0.05, 64, REMOVALS_BUSY)
             return Deadlines(paced, values["READ_TIMEOUT_SECONDS"], values["SEND_TIMEOUT_SECONDS"])
 
     try:

@@ -247,6 +247,13 @@ def data_version(db: Store) -> int:
     return db.conn.execute("PRAGMA data_version").fetchone()[0]
 
 
+def change_stamp(db: Store) -> tuple[int, int]:
+    """What differs from one call to the next on this connection whenever anything in the database
+    may have changed: another connection's commit (``data_version``) or a row written by this one
+    (sqlite3's ``total_changes``, which a rolled-back write moves too)."""
+    return data_version(db), db.conn.total_changes
+
+
 def note_log_write(db: Store) -> None:
     """Count a write by this connection to what ``rating_rows.version`` reads (the battle log, the
     participant events, a rumble's generation). The ratings copies (rumble.ingest.fields) take a copy as

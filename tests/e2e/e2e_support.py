@@ -109,9 +109,12 @@ def read_only(path: Path) -> Iterator[sqlite3.Connection]:
 
 
 def _server_env() -> dict[str, str]:
-    """The test's environment without RUMBLE_* settings, so that only --db and the defaults apply."""
+    """The test's environment without RUMBLE_* settings, so that only --db and the defaults apply;
+    but pages are built anew after every change (PAGE_CACHE_SECONDS 0), as the tests read them
+    right after the uploads they check (test_page_cache_live.py serves them as a server does)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("RUMBLE_")}
     env["PYTHONUNBUFFERED"] = "1"
+    env["RUMBLE_PAGE_CACHE_SECONDS"] = "0"
     return env
 
 

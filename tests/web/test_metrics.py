@@ -284,10 +284,11 @@ def test_answer_times_form_a_histogram_by_rumble_and_outcome(app, client, clock)
 def test_requests_answered_busy_are_counted_by_class(tmp_path, clock):
     """A page request over the worker's one page slot is answered 503 and counted (saved as the
     upload counts are); the export class counts apart."""
+    from rumble.web import page_cache
     from rumble.web.capacity import Capacity
 
     app = create_app({"DB": str(tmp_path / "rumble.db"), "BATCH_INTERVAL_MINUTES": 0, "CLOCK": clock})
-    capacity = app.wsgi_app
+    capacity = app.extensions[page_cache.MIDDLEWARE_KEY].app  # behind the kept pages, which take no slot
     assert isinstance(capacity, Capacity)
     client = app.test_client()
     held = [capacity.pages.acquire(blocking=False) for _ in range(capacity.limits["page"])]
