@@ -48,11 +48,12 @@ from rumble.store.rumbles import by_survival
 from rumble.store.rumbles import rumble_id as find_rumble_id
 
 PROGRESS_EVERY = 10_000
-# SQLite's page cache while a rebuild writes a rumble's tables: room for a 1,200-bot rumble's 1.4 M
-# pairings and their index, which it writes and then probes (missing pairings); with the default
-# 2 MB this took two thirds of the writing (scripts/bench_rebuild.py). Only pages in use take memory.
-WRITE_CACHE_KIB = 256 * 1024
-WRITE_ROWS = 100_000  # pairing rows a compiled rebuild turns into Python values at once
+# SQLite's page cache while a rebuild writes a rumble's tables, which also bounds the memory of its
+# sorts (uploader_sums.refill groups the whole log): at 5 M battles and 1,200 bots (1.4 M pairings)
+# the writing took as long with 64 MB as with 256 MB, which held some 400 MB more at its peak, and
+# a fifth longer with SQLite's default 2 MB (scripts/bench_rebuild.py).
+WRITE_CACHE_KIB = 64 * 1024
+WRITE_BOTS = 100  # bots whose pairings a compiled rebuild turns into arrays and rows at once
 
 
 @dataclass
@@ -338,55 +339,90 @@ def _write(db: Store, rumble_id: int, state: dict[tuple[int, int], Pairing], fie
     _replace_tables(db, rumble_id, field, order, rows, summaries)
 
 
-def _write_compiled(db: Store, replay: Replay, min_battles: int) -> None:
-    """``_write`` for a compiled replay, from its pairing arrays: the same rows, computed in numpy
-    (``scores.totals_by_group``, ``priority.pairing_priorities``) rather than pairing by pairing."""
-    table, field, rumble_id = replay.arrays, replay.field, replay.rumble_id
-    if table is None:
-        raise ValueError("not a compiled replay")
+@dataclass(frozen=True)
+class _Played:
+    """Some bots' played pairings as arrays, in (bot, opponent) id order: bot ``a`` against bot ``b``,
+    their ``n`` battles, the running means and the latest battle's time (ms)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    n: np.ndarray
+    aps: np.ndarray
+    aps_m2: np.ndarray
+    survival: np.ndarray
+    last_ms: np.ndarray
+
+
+def _played(table: compiled_replay.Pairings) -> Iterator[_Played]:
+    """A compiled replay's played pairings, WRITE_BOTS bots at a time in bot-id order: each block's
+    arrays take a few MB (the whole rumble's at once, 1.4 M pairings at 1,200 bots, a hundred)."""
     bot_of = np.zeros(len(table.battles), dtype=np.int64)
     bot_of[list(table.row.values())] = list(table.row.keys())
     by_id = np.argsort(bot_of[: len(table.row)])  # rows in bot-id order
-    r, s = np.nonzero(table.battles[np.ix_(by_id, by_id)] > 0)  # played pairings in (bot, opponent) order
-    r, s = by_id[r], by_id[s]
-    a, b, n = bot_of[r], bot_of[s], table.battles[r, s]
-    aps, aps_m2, survival, last_ms = (
-        table.means[0, r, s],
-        table.means[1, r, s],
-        table.means[2, r, s],
-        table.last_ms[r, s],
-    )
-    indexed = a < b
+    for first in range(0, len(by_id), WRITE_BOTS):
+        rows = by_id[first : first + WRITE_BOTS]
+        r, s = np.nonzero(table.battles[np.ix_(rows, by_id)] > 0)  # played pairings in (bot, opponent) order
+        r, s = rows[r], by_id[s]
+        yield _Played(
+            bot_of[r],
+            bot_of[s],
+            table.battles[r, s],
+            table.means[0, r, s],
+            table.means[1, r, s],
+            table.means[2, r, s],
+            table.last_ms[r, s],
+        )
+
+
+def _write_compiled(db: Store, replay: Replay, min_battles: int) -> None:
+    """``_write`` for a compiled replay, from its pairing arrays: the same rows, computed in numpy
+    (``scores.totals_by_group``, ``priority.pairing_priorities``) rather than pairing by pairing,
+    a block of bots at a time (``_played``)."""
+    table, field, rumble_id = replay.arrays, replay.field, replay.rumble_id
+    if table is None:
+        raise ValueError("not a compiled replay")
     held = priority_queue.held_pairs(db, rumble_id)  # queued or recently handed out: kept out of the index
-    if held:
-        indexed &= np.array([pair not in held for pair in zip(a.tolist(), b.tolist())], dtype=bool)
-    ranks = priority.pairing_priorities(n, aps, aps_m2, min_battles)
 
     def rows() -> Iterator[tuple]:
-        for first in range(0, len(a), WRITE_ROWS):  # as Python values a slice at a time: bounded memory
-            at = slice(first, first + WRITE_ROWS)
+        for p in _played(table):
+            indexed = p.a < p.b
+            if held:
+                indexed &= np.array([pair not in held for pair in zip(p.a.tolist(), p.b.tolist())], dtype=bool)
+            ranks = priority.pairing_priorities(p.n, p.aps, p.aps_m2, min_battles)
             yield from zip(
                 repeat(rumble_id),
-                a[at].tolist(),
-                b[at].tolist(),
-                n[at].tolist(),
-                aps[at].tolist(),
-                aps_m2[at].tolist(),
-                survival[at].tolist(),
-                _times(last_ms[at]),
-                [rank if keep else None for rank, keep in zip(ranks[at].tolist(), indexed[at].tolist())],
+                p.a.tolist(),
+                p.b.tolist(),
+                p.n.tolist(),
+                p.aps.tolist(),
+                p.aps_m2.tolist(),
+                p.survival.tolist(),
+                _times(p.last_ms),
+                [rank if keep else None for rank, keep in zip(ranks.tolist(), indexed.tolist())],
             )
 
-    order, starts = np.unique(a, return_index=True)  # the bots with pairings, and where each one's begin
-    last = _times(np.maximum.reduceat(last_ms, starts)) if len(a) else []
-
     def summaries(active: set[int]) -> list[tuple[int, scores.Totals, scores.Summary, str]]:
-        live = np.isin(b, np.fromiter(active, dtype=np.int64, count=len(active)))
-        group = np.searchsorted(order, a[live])
-        totals = scores.totals_by_group(group, n[live], aps[live], aps_m2[live], survival[live], len(order))
-        return [(bot, t, scores.summary(t), when) for bot, t, when in zip(order.tolist(), totals, last)]
+        live_ids = np.fromiter(active, dtype=np.int64, count=len(active))
+        return [found for p in _played(table) if len(p.a) for found in _summaries(p, live_ids)]
 
-    _replace_tables(db, rumble_id, field, order.tolist(), rows(), summaries)
+    _replace_tables(db, rumble_id, field, _bots_with_pairings(table), rows(), summaries)
+
+
+def _bots_with_pairings(table: compiled_replay.Pairings) -> list[int]:
+    """The bots of a compiled replay that played a pairing, in id order."""
+    in_order = sorted(table.row)
+    played = np.asarray((table.battles[[table.row[bot] for bot in in_order]] > 0).any(axis=1))
+    return [bot for bot, yes in zip(in_order, played.tolist()) if yes]
+
+
+def _summaries(p: _Played, live_ids: np.ndarray) -> list[tuple[int, scores.Totals, scores.Summary, str]]:
+    """The summary rows of the bots of ``p`` (over their pairings against ``live_ids``)."""
+    order, starts = np.unique(p.a, return_index=True)  # the bots with pairings, and where each one's begin
+    last = _times(np.maximum.reduceat(p.last_ms, starts))
+    live = np.isin(p.b, live_ids)
+    group = np.searchsorted(order, p.a[live])
+    totals = scores.totals_by_group(group, p.n[live], p.aps[live], p.aps_m2[live], p.survival[live], len(order))
+    return [(bot, t, scores.summary(t), when) for bot, t, when in zip(order.tolist(), totals, last)]
 
 
 def _times(ms: np.ndarray) -> list[str]:

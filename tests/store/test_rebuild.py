@@ -188,10 +188,11 @@ def _replayed(db, game: str, compiled: bool) -> tuple[dict, list, list, list, li
 
 
 @pytest.mark.parametrize("seed", [3, 4])
-def test_compiled_replay_equals_the_python_replay_and_online_bit_for_bit(app, client, upload, seed):
+def test_compiled_replay_equals_the_python_replay_and_online_bit_for_bit(app, client, upload, seed, monkeypatch):
     """The compiled replay (rumble.maintenance.compiled_replay) against the battle-by-battle Python replay and the
     online tables, every stored value compared with ==, on 1v1 rumbles with retirements, revivals,
-    restorations and a rumble scored by survival (twin duel)."""
+    restorations and a rumble scored by survival (twin duel); its tables written a few bots at a time."""
+    monkeypatch.setattr(rebuild, "WRITE_BOTS", 5)  # 12 bots: blocks of 5, 5 and 2
     _session_with_events(app, client, upload, random.Random(seed))
     db = store.connect(app.config["RUMBLE"]["DB"])
     events = db.execute("SELECT count(*), sum(active) FROM participant_events").fetchone()
