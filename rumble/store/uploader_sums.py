@@ -133,12 +133,13 @@ def pairing_sums(db: Store, rumble_id: int) -> Iterator[tuple[str, str, str, int
 
 def party_sums(db: Store, rumble_id: int) -> Iterator[tuple[str, str | None, str, str, int, int, int]]:
     """Per uploader, address and pairing: (uploader, address or None, a, b, battles, Σ a's percentage,
-    Σ a's percentage squared), as ``pairing_sums``: what the uploaders' standings are computed from."""
+    Σ a's percentage squared), as ``pairing_sums``, pairing by pairing (the table's key order, no
+    sort): what the uploaders' standings are computed from."""
     names = _names(db)
     addresses = dict(db.execute("SELECT id, remote_addr FROM uploader_addresses").fetchall())
     for u, address, a, b, n, a2, a1, a0, q3, q2, q1, q0 in db.execute(
         "SELECT uploader, address_id, bot_a, bot_b, battles, share_a2, share_a1, share_a0, "
-        "square_a3, square_a2, square_a1, square_a0 FROM uploader_sums WHERE rumble_id = ?",
+        "square_a3, square_a2, square_a1, square_a0 FROM uploader_sums WHERE rumble_id = ? ORDER BY bot_a, bot_b",
         (rumble_id,),
     ):
         yield (
@@ -180,16 +181,31 @@ def consistency_totals(db: Store, rumble_id: int) -> Totals:
 def party_totals(db: Store, rumble_id: int) -> Totals:
     """The rumble's totals per pairing and party (rumble.rankings.uploader_trust.party: the uploader
     with its address's network), the addresses of one network added together exactly; the caller
-    holds a read snapshot."""
+    holds a read snapshot. Each pairing's parties are summed as its rows come (``party_sums``), so
+    that only the totals are held, not the exact sums of every pairing besides."""
     parties: dict[tuple[str, str | None], str] = {}
-    found: dict[tuple[str, str, str], list[int]] = {}
-    for uploader, address, a, b, n, share, square in party_sums(db, rumble_id):
-        key = (uploader, address)
-        if key not in parties:
-            parties[key] = uploader_trust.party(uploader, uploader_trust.network(address))
-        t = found.setdefault((parties[key], a, b), [0, 0, 0])
-        t[0], t[1], t[2] = t[0] + n, t[1] + share, t[2] + square
-    return from_sums(((p, a, b, n, x, q) for (p, a, b), (n, x, q) in found.items()), SHARE_UNIT, SQUARE_UNIT)
+
+    def by_party() -> Iterator[tuple[str, str, str, int, int, int]]:
+        pair = ("", "")  # the pairing being read
+        found: dict[str, list[int]] = {}  # its exact sums per party
+        for uploader, address, a, b, n, share, square in party_sums(db, rumble_id):
+            if (a, b) != pair:  # the rows come pairing by pairing
+                yield from _party_rows(pair, found)
+                pair, found = (a, b), {}
+            key = (uploader, address)
+            if key not in parties:
+                parties[key] = uploader_trust.party(uploader, uploader_trust.network(address))
+            t = found.setdefault(parties[key], [0, 0, 0])
+            t[0], t[1], t[2] = t[0] + n, t[1] + share, t[2] + square
+        yield from _party_rows(pair, found)
+
+    return from_sums(by_party(), SHARE_UNIT, SQUARE_UNIT)
+
+
+def _party_rows(pair: tuple[str, str], found: dict[str, list[int]]) -> Iterator[tuple[str, str, str, int, int, int]]:
+    """One pairing's rows for ``from_sums``: (party, a, b, battles, Σ share, Σ share²)."""
+    for party, (n, share, square) in found.items():
+        yield party, pair[0], pair[1], n, share, square
 
 
 def at_most(db: Store, rumble_id: int, limit: int) -> bool:
