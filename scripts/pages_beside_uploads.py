@@ -10,7 +10,7 @@
    timing each answer. The readers stand for clients on other machines: they run at nice 19
    (``--readers-nice``), taking the CPU the server and the uploading clients leave (at nice 0, a
    single process of reader threads pulls up to a gigabyte of kept pages a second and takes a
-   core of the two from the server).
+   core of the two from the server). They accept gzip, as browsers do (``--accept-encoding``).
 3. The modes (``--modes``), alternating round by round on fresh copies so that a drift of the
    machine's speed weighs on all of them:
    - ``alone``: uploads only, the baseline;
@@ -74,15 +74,16 @@ def heavy_pages(ladder: bench.Ladder) -> list[str]:
     ]
 
 
-def read_pages(port: int, paths: list[str], stop: threading.Event, counts: dict, nice: int) -> None:
-    """One reader: request the pages in turn until ``stop``; count answers by status. At ``nice``
-    (its thread's nice value): readers stand for clients on other machines, whose CPU is not the server's."""
+def read_pages(port: int, paths: list[str], stop: threading.Event, counts: dict, nice: int, encoding: str) -> None:
+    """One reader: request the pages in turn until ``stop``, with ``encoding`` as Accept-Encoding;
+    count answers by status. At ``nice`` (its thread's nice value): readers stand for clients on
+    other machines, whose CPU is not the server's."""
     os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
     k = 0
     while not stop.is_set():
         connection = HTTPConnection("127.0.0.1", port, timeout=30)
         try:
-            connection.request("GET", paths[k % len(paths)])
+            connection.request("GET", paths[k % len(paths)], headers={"Accept-Encoding": encoding} if encoding else {})
             response = connection.getresponse()
             response.read()
             counts[response.status] = counts.get(response.status, 0) + 1
@@ -118,6 +119,8 @@ def one_run(cached: Path, ladder, rumble, args, mode: str, index: int) -> dict:
     for key in saved:
         os.environ.pop(key, None)
     os.environ.update(environment)
+    if mode == "kept" and args.cache_seconds is not None:
+        os.environ["RUMBLE_PAGE_CACHE_SECONDS"] = str(args.cache_seconds)
     port, log = bench.free_port(), args.workdir / "pages-beside-server.log"
     try:
         server = bench.start_server(run_db, port, args.workers, log)
@@ -136,7 +139,7 @@ def one_run(cached: Path, ladder, rumble, args, mode: str, index: int) -> dict:
     readers = [
         threading.Thread(
             target=read_pages,
-            args=(port, heavy_pages(ladder), page_stop, page_counts[i], args.readers_nice),
+            args=(port, heavy_pages(ladder), page_stop, page_counts[i], args.readers_nice, args.accept_encoding),
             daemon=True,
         )
         for i in range(readers_count)
@@ -196,6 +199,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readers", type=int, default=16, help="threads pulling heavy pages")
     parser.add_argument(
         "--readers-nice", type=int, default=19, help="the readers' nice value (0: they take the CPU as the server does)"
+    )
+    parser.add_argument(
+        "--accept-encoding",
+        default="gzip",
+        help="the readers' Accept-Encoding (browsers' and python-requests' include gzip; '': none)",
+    )
+    parser.add_argument(
+        "--cache-seconds", type=float, help="PAGE_CACHE_SECONDS of the kept mode (default: the server's default)"
     )
     parser.add_argument("--modes", default="alone,kept,rebuilt", help=f"comma-separated, of {', '.join(MODES)}")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per run")

@@ -3,6 +3,8 @@ PAGE_CACHE_SECONDS after a change, with ETags and 304s; never across hosts, cook
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 from conftest import battle, forget_pages
 
@@ -133,7 +135,7 @@ def test_the_least_recently_served_go_first_beyond_the_memory_bound():
     cache = page_cache.PageCache(0.0, 250)
 
     def answer(size: int) -> page_cache.Answer:
-        return page_cache.Answer(b"x" * size, (), "etag", generation=1, built=1000.0)
+        return page_cache.Answer(page_cache.Body(b"x" * size, (), "etag"), None, generation=1, built=1000.0)
 
     cache.put("/a", answer(100))
     cache.put("/b", answer(100))
@@ -146,12 +148,31 @@ def test_the_least_recently_served_go_first_beyond_the_memory_bound():
 
 def test_while_one_request_builds_an_outdated_page_the_others_get_the_outdated_one():
     cache = page_cache.PageCache(5.0, 1 << 20)
-    cache.put("/p", page_cache.Answer(b"old", (), "etag", generation=1, built=1000.0))
-    assert cache.get("/p", 2, 1004.9).body == b"old"  # changed, within the 5 s allowed
+    cache.put("/p", page_cache.Answer(page_cache.Body(b"old", (), "etag"), None, generation=1, built=1000.0))
+    assert cache.get("/p", 2, 1004.9).plain.data == b"old"  # changed, within the 5 s allowed
     assert cache.get("/p", 2, 1005.0) is None  # too far behind: this request builds it
-    assert cache.get("/p", 2, 1005.1).body == b"old"  # meanwhile the others get the old one
+    assert cache.get("/p", 2, 1005.1).plain.data == b"old"  # meanwhile the others get the old one
     cache.done("/p")  # the build failed or was not kept
     assert cache.get("/p", 2, 1005.2) is None  # the next request builds it
-    cache.put("/p", page_cache.Answer(b"new", (), "etag2", generation=2, built=1005.3))
+    cache.put("/p", page_cache.Answer(page_cache.Body(b"new", (), "etag2"), None, generation=2, built=1005.3))
     cache.done("/p")
-    assert cache.get("/p", 2, 1005.4).body == b"new"
+    assert cache.get("/p", 2, 1005.4).plain.data == b"new"
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["as built", "as kept"])
+def test_a_client_that_accepts_gzip_gets_the_page_packed_with_an_etag_of_its_own(client, upload, kept):
+    upload(battle("a.A 1.0", "b.B 1.0"))
+    if kept:
+        plain = client.get(RANKINGS)
+    packed = client.get(RANKINGS, headers={"Accept-Encoding": "br;q=1.0, gzip;q=0.5"})
+    if not kept:
+        plain = client.get(RANKINGS)
+    assert (packed.headers["Content-Encoding"], "Content-Encoding" in plain.headers) == ("gzip", False)
+    assert gzip.decompress(packed.get_data()) == plain.get_data()
+    assert int(packed.headers["Content-Length"]) == len(packed.get_data()) < len(plain.get_data())
+    assert "Accept-Encoding" in packed.headers["Vary"] and "Accept-Encoding" in plain.headers["Vary"]
+    assert packed.headers["ETag"] != plain.headers["ETag"]
+    again = client.get(RANKINGS, headers={"Accept-Encoding": "gzip", "If-None-Match": packed.headers["ETag"]})
+    assert again.status_code == 304
+    refused = client.get(RANKINGS, headers={"Accept-Encoding": "gzip;q=0", "If-None-Match": packed.headers["ETag"]})
+    assert refused.status_code == 200 and refused.get_data() == plain.get_data()
