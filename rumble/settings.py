@@ -205,7 +205,7 @@ SETTINGS = (
     ),
     Setting(
         "PAGE_CACHE_SECONDS",
-        5.0,
+        15.0,
         "A page, JSON API answer or plot is built once and served again (with its ETag; a repeat that sends it gets 304) while nothing in the database changed, for at most a minute; while uploads change it, for this many seconds: how far behind the log a page may be. 0: rebuilt after every change.",
         float,
     ),

@@ -15,7 +15,7 @@
    machine's speed weighs on all of them:
    - ``alone``: uploads only, the baseline;
    - ``kept``: with the readers, the server as configured by default (a page built once and
-     served for up to ``PAGE_CACHE_SECONDS``, 5, while uploads change the log: rumble.web.page_cache);
+     served for up to ``PAGE_CACHE_SECONDS``, 15, while uploads change the log: rumble.web.page_cache);
    - ``rebuilt``: with the readers, ``PAGE_CACHE_SECONDS=0``: every page built anew after each
      change, that is for nearly every request while uploads flow;
    - ``greenlets``: as ``rebuilt``, with ``PAGES_IN_THREADS=0`` (each page computed in its
