@@ -81,11 +81,15 @@ uploader never forms the reference that judges the others.
 from __future__ import annotations
 
 import math
+from array import array
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
+
+import numpy as np
 
 from rumble.rankings.scores import EXACT_UNIT, exact
 
@@ -172,8 +176,44 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted
 
 
-Totals = dict[tuple[str, str], dict[str, tuple[int, float, float]]]  # pairing -> uploader -> (n, Σx, Σx²)
 Sums = tuple[str, str, str, int, int, int]  # uploader, a, b, battles, Σ share and Σ share², exact integers
+
+
+@dataclass(frozen=True, eq=False)
+class Totals:
+    """Per pairing and uploader: battles, Σ share and Σ share² (``from_sums``), as flat arrays (a few
+    dozen bytes a row where dicts of tuples took hundreds). The pairings are in name order, each
+    one's rows ``start[i]:start[i + 1]`` in uploader name order, so that every figure computed from
+    them (sums over pairings and uploaders) is the same however they were read."""
+
+    bots: list[str]  # every bot's name, sorted; ``a`` and ``b`` index it
+    uploaders: list[str]  # every uploader's name, sorted; ``uploader`` indexes it
+    a: np.ndarray  # per pairing (int32): its first bot
+    b: np.ndarray  # per pairing (int32): its second bot
+    start: np.ndarray  # per pairing, and one past the last (int64): where its rows start
+    uploader: np.ndarray  # per row (int32)
+    battles: np.ndarray  # per row (int64)
+    share: np.ndarray  # per row (float64): Σ share
+    square: np.ndarray  # per row (float64): Σ share²
+
+    def pairing_of(self, rows: np.ndarray) -> np.ndarray:
+        """The pairing of each of ``rows``."""
+        return np.searchsorted(self.start, rows, side="right") - 1
+
+    def left_out(self, excluded: Iterable[str]) -> np.ndarray:
+        """A mask over ``uploaders``: those in ``excluded``."""
+        mask = np.zeros(len(self.uploaders), dtype=bool)
+        for u in excluded:
+            at = bisect_left(self.uploaders, u)
+            if at < len(self.uploaders) and self.uploaders[at] == u:
+                mask[at] = True
+        return mask
+
+    def counts(self) -> dict[str, int]:
+        """Battles per uploader."""
+        found = np.zeros(len(self.uploaders), dtype=np.int64)
+        np.add.at(found, self.uploader, self.battles)
+        return dict(zip(self.uploaders, found.tolist()))
 
 
 def totals(shares: Iterable[Share]) -> Totals:
@@ -188,40 +228,69 @@ def totals(shares: Iterable[Share]) -> Totals:
 
 
 def from_sums(rows: Iterable[Sums], share_unit: int, square_unit: int) -> Totals:
-    """The totals from exact sums per uploader and pairing, in units of 1/``share_unit`` and
-    1/``square_unit`` (rumble.store.uploader_sums), each the correctly rounded value of the exact
-    sum: they depend only on the battles, not on the order they were added in (``in_order``)."""
-    found: dict[tuple[str, str], dict[str, tuple[int, float, float]]] = {}
+    """The totals from exact sums, one row per uploader and pairing in any order, in units of
+    1/``share_unit`` and 1/``square_unit`` (rumble.store.uploader_sums), each the correctly rounded
+    value of the exact sum: they depend only on the battles, not on the order they were added in."""
+    names: dict[str, int] = {}
+    uploaders: dict[str, int] = {}
+    columns = array("i"), array("i"), array("i"), array("q"), array("d"), array("d")
+    a_of, b_of, u_of, n_of, x_of, q_of = columns
     for u, a, b, n, x, q in rows:
-        found.setdefault((a, b), {})[u] = (n, x / share_unit, q / square_unit)
-    return in_order(found)
+        a_of.append(names.setdefault(a, len(names)))
+        b_of.append(names.setdefault(b, len(names)))
+        u_of.append(uploaders.setdefault(u, len(uploaders)))
+        n_of.append(n)
+        x_of.append(x / share_unit)
+        q_of.append(q / square_unit)
+    bots, bot_rank = _ranked(names)
+    people, people_rank = _ranked(uploaders)
+    a, b, u = bot_rank[np.asarray(a_of)], bot_rank[np.asarray(b_of)], people_rank[np.asarray(u_of)]
+    del a_of, b_of, u_of
+    order = np.lexsort((u, b, a))
+    a, b, u = a[order], b[order], u[order]
+    first = np.flatnonzero(np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])]) if len(order) else order
+    return Totals(
+        bots,
+        people,
+        a[first],
+        b[first],
+        np.r_[first, len(order)].astype(np.int64),
+        u,
+        np.asarray(n_of, dtype=np.int64)[order],
+        np.asarray(x_of, dtype=np.float64)[order],
+        np.asarray(q_of, dtype=np.float64)[order],
+    )
 
 
-def in_order(found: Totals) -> Totals:
-    """``found``'s pairings in name order, each one's uploaders too, so that every figure computed
-    from them (sums over pairings and uploaders) is the same however they were read. ``found`` is emptied."""
-    ordered: Totals = {}
-    for pair in sorted(found):
-        per_uploader = found.pop(pair)
-        ordered[pair] = per_uploader if len(per_uploader) < 2 else dict(sorted(per_uploader.items()))
-    return ordered
+def _ranked(ids: dict[str, int]) -> tuple[list[str], np.ndarray]:
+    """The names of ``ids`` sorted, and each id's place among them (int32)."""
+    ordered = sorted(ids)
+    rank = np.empty(len(ordered), dtype=np.int32)
+    rank[[ids[name] for name in ordered]] = np.arange(len(ordered), dtype=np.int32)
+    return ordered, rank
 
 
-def spread(m: float) -> float:
-    """The shape of a share's battle variance at mean ``m``: m(100 − m)/2500 as for a proportion (1 at 50,
-    0 at the ends), plus ``SPREAD_FLOOR`` so that a lopsided pairing is not taken as noiseless."""
+def spread(m: Any) -> Any:
+    """The shape of a share's battle variance at mean ``m`` (a float or an array): m(100 − m)/2500 as
+    for a proportion (1 at 50, 0 at the ends), plus ``SPREAD_FLOOR`` so that a lopsided pairing is
+    not taken as noiseless."""
     return m * (100.0 - m) / 2500.0 + SPREAD_FLOOR
+
+
+def _in_turn(values: np.ndarray) -> float:
+    """Σ ``values`` added one after the other from the first, as a loop adds them (a cumulative sum
+    is sequential; numpy's ``sum`` adds pairwise, which rounds differently)."""
+    return float(np.cumsum(values)[-1]) if len(values) else 0.0
 
 
 def pooled_scale(by_pairing: Totals, excluded: frozenset[str]) -> float:
     """c in Var(share) ≈ c · spread(mean): Σ within-pairing sum of squares / Σ (n − 1) · spread(mean),
     over the battles of uploaders not ``excluded``; the floor's square if there are none."""
-    ss, weight = 0.0, 0.0
-    for per_uploader in by_pairing.values():
-        n, s, q = _summed(per_uploader, excluded)
-        if n > 1:
-            ss += max(q - s * s / n, 0.0)
-            weight += (n - 1) * spread(s / n)
+    n, s, q = summed(by_pairing, np.arange(len(by_pairing.a)), by_pairing.left_out(excluded))
+    many = n > 1
+    n, s, q = n[many], s[many], q[many]
+    ss = _in_turn(np.maximum(q - s * s / n, 0.0))
+    weight = _in_turn((n - 1) * spread(s / n))
     return max(ss / weight, SD_FLOOR**2) if weight else SD_FLOOR**2
 
 
@@ -246,32 +315,46 @@ def residuals(
     One residual per pairing, not per battle: an uploader's battles on one pairing are all measured
     against the same consensus, so their z would be correlated and the sums below too wide."""
     c = pooled_scale(by_pairing, excluded) if scale is None else scale
-    found = []
-    for (a, b), per_uploader in by_pairing.items():
-        own = per_uploader.get(uploader)
-        if own is None:
-            continue
-        n, total, q = _summed(per_uploader, excluded | {uploader})
-        if n < 1:
-            continue
-        mean = total / n
-        ss = max(q - total * total / n, 0.0)
-        k = int(own[0])
-        # the model at the mean of every battle of the pairing: at the others' mean alone it would
-        # shrink when that mean errs towards 0 or 100 and skew z against the stronger bot
-        everyone = (total + own[1]) / (n + k)
-        variance = max((SHRINK * c * spread(everyone) + ss) / (SHRINK + n - 1), SD_FLOOR**2)
-        r = own[1] / k - mean
-        found.append(Residual(a, b, k, r, r / math.sqrt(variance * (1.0 / k + 1.0 / n))))
-    return found
+    t = by_pairing
+    own = np.flatnonzero(t.uploader == bisect_left(t.uploaders, uploader))
+    if not len(own) or t.uploaders[t.uploader[own[0]]] != uploader:
+        return []
+    pairings = t.pairing_of(own)
+    n, total, q = summed(t, pairings, t.left_out(excluded | {uploader}))
+    shared = n >= 1
+    own, pairings, n, total, q = own[shared], pairings[shared], n[shared], total[shared], q[shared]
+    k, own_total = t.battles[own], t.share[own]
+    mean = total / n
+    ss = np.maximum(q - total * total / n, 0.0)
+    # the model at the mean of every battle of the pairing: at the others' mean alone it would
+    # shrink when that mean errs towards 0 or 100 and skew z against the stronger bot
+    everyone = (total + own_total) / (n + k)
+    variance = np.maximum((SHRINK * c * spread(everyone) + ss) / (SHRINK + n - 1), SD_FLOOR**2)
+    r = own_total / k - mean
+    z = r / np.sqrt(variance * (1.0 / k + 1.0 / n))
+    bots = t.bots
+    return [
+        Residual(bots[a], bots[b], k, r, z)
+        for a, b, k, r, z in zip(
+            t.a[pairings].tolist(), t.b[pairings].tolist(), k.tolist(), r.tolist(), z.tolist(), strict=True
+        )
+    ]
 
 
-def _summed(per_uploader: dict[str, tuple[int, float, float]], excluded: frozenset[str]) -> tuple[float, float, float]:
-    """[n, Σx, Σx²] over the uploaders not in ``excluded``."""
-    n = total = q = 0.0
-    for u, (k, s, sq) in per_uploader.items():
-        if u not in excluded:
-            n, total, q = n + k, total + s, q + sq
+def summed(by_pairing: Totals, pairings: np.ndarray, left_out: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per pairing of ``pairings``: [n, Σx, Σx²] over its uploaders not ``left_out`` (a mask over
+    ``by_pairing.uploaders``), each added in uploader order from 0.0 as a loop over them would."""
+    t = by_pairing
+    first, size = t.start[pairings], t.start[pairings + 1] - t.start[pairings]
+    n, total, q = np.zeros(len(pairings)), np.zeros(len(pairings)), np.zeros(len(pairings))
+    for j in range(int(size.max(initial=0))):  # each pairing's j-th uploader, in every pairing at once
+        at = np.flatnonzero(size > j)
+        rows = first[at] + j
+        kept = ~left_out[t.uploader[rows]]
+        at, rows = at[kept], rows[kept]
+        n[at] += t.battles[rows]
+        total[at] += t.share[rows]
+        q[at] += t.square[rows]
     return n, total, q
 
 
@@ -454,10 +537,7 @@ def settle_totals(by_pairing: Totals, alpha: float = ALPHA, min_battles: int = M
     When no move is left, every verdict is its p against that final consensus, every unit out of it
     is flagged (or untested) and every unit in it is not, unless a unit re-admitted was flagged
     again (``unsettled``, said in its reason)."""
-    counts: dict[str, int] = defaultdict(int)
-    for per_uploader in by_pairing.values():
-        for u, (k, _, _) in per_uploader.items():
-            counts[u] += k
+    counts = by_pairing.counts()
     excluded: frozenset[str] = frozenset()
     readmitted: list[str] = []
     rounds = 0

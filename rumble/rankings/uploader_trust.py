@@ -36,7 +36,17 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rumble.rankings.uploader_consistency import Share, Totals, normal_upper, pooled_scale, residuals, totals
+import numpy as np
+
+from rumble.rankings.uploader_consistency import (
+    Share,
+    Totals,
+    normal_upper,
+    pooled_scale,
+    residuals,
+    summed,
+    totals,
+)
 
 IPV4_PREFIX, IPV6_PREFIX = 24, 48
 ALPHA = 0.001  # below this p, a candidate's battles disagree with the established parties'
@@ -112,7 +122,8 @@ def _scale(by_pairing: Totals, others: frozenset[str]) -> float:
     """The battle variance's scale (``pooled_scale``) from the established parties' battles when they
     played pairings more than once often enough (MIN_DEGREES), otherwise from everyone's: on a
     ladder where each party plays a pairing once the established alone show no spread."""
-    degrees = sum(max(sum(k for u, (k, _, _) in per.items() if u not in others) - 1, 0) for per in by_pairing.values())
+    n, _, _ = summed(by_pairing, np.arange(len(by_pairing.a)), by_pairing.left_out(others))
+    degrees = int(np.maximum(n - 1, 0).sum())  # whole numbers far below 2^53: exact in any order
     return pooled_scale(by_pairing, others if degrees >= MIN_DEGREES else frozenset())
 
 
@@ -129,8 +140,8 @@ def agreement(
     by_pairing: Totals, candidate: str, established: set[str], scale: float
 ) -> tuple[int, int, float | None, str]:
     """(battles, pairings shared with ``established``, p, what it found) for ``candidate``, over
-    ``by_pairing`` (the candidate's pairings, at least) with the variance scale ``scale``."""
-    others = frozenset(u for per in by_pairing.values() for u in per) - established
+    ``by_pairing`` with the variance scale ``scale``."""
+    others = frozenset(by_pairing.uploaders) - established
     found = residuals(by_pairing, candidate, others, scale)
     battles, pairings = sum(r.battles for r in found), len(found)
     if not found:
@@ -175,7 +186,7 @@ def standings_of(
 ) -> dict[str, Standing]:
     """``standings`` over the parties' totals (``uploader_consistency.totals`` or ``from_sums``, each
     party as an uploader): the same standings as over their battles."""
-    everyone = {u for per in by_pairing.values() for u in per} | set(vouched) | set(revoked)
+    everyone = set(by_pairing.uploaders) | set(vouched) | set(revoked)
     found: dict[str, Standing] = {}
     established = set(vouched) - set(revoked)
     for key in established:
@@ -183,10 +194,6 @@ def standings_of(
     for key in set(revoked) & everyone:
         found[key] = Standing(key, False, "revoked", why="revoked by a maintainer")
     pending = everyone - established - set(revoked)
-    pairs_of: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for pair, per_uploader in by_pairing.items():
-        for u in per_uploader:
-            pairs_of[u].append(pair)
     changed = True
     while changed:  # each round tests the rest against what is established so far
         changed = False
@@ -195,8 +202,7 @@ def standings_of(
             if not established:
                 found[candidate] = Standing(candidate, False, "not yet", why="no uploader is established yet")
                 continue
-            own = {pair: by_pairing[pair] for pair in pairs_of.get(candidate, ())}
-            battles, pairings, p, what = agreement(own, candidate, established, scale)
+            battles, pairings, p, what = agreement(by_pairing, candidate, established, scale)
             if p is not None and p < alpha:  # disagreement shows on little data too
                 why = f"disagrees with the established uploaders: {what} (p = {p:.3g} < {alpha:g})"
                 found[candidate] = Standing(candidate, False, "disagrees", battles, pairings, p, why)
@@ -226,8 +232,7 @@ def confirmed(shares: Iterable[Share], established: set[str]) -> set[str]:
 
 def confirmed_of(by_pairing: Totals, established: set[str]) -> set[str]:
     """``confirmed`` over the parties' totals."""
-    found: set[str] = set()
-    for pair, per_party in by_pairing.items():
-        if any(p in established and k > 0 for p, (k, _, _) in per_party.items()):
-            found.update(pair)
-    return found
+    t = by_pairing
+    rows = np.flatnonzero(t.left_out(established)[t.uploader] & (t.battles > 0))
+    pairings = np.unique(t.pairing_of(rows))
+    return {t.bots[bot] for bot in np.union1d(t.a[pairings], t.b[pairings]).tolist()}

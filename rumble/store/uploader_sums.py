@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterable, Iterator
 
 from rumble.rankings import uploader_trust
-from rumble.rankings.uploader_consistency import Totals, from_sums, in_order
+from rumble.rankings.uploader_consistency import Totals, from_sums
 from rumble.store import Store
 
 SHARE_UNIT = 2**77  # a percentage sum is an integer number of 2^-77
@@ -155,27 +155,22 @@ def party_sums(db: Store, rumble_id: int) -> Iterator[tuple[str, str | None, str
 
 def consistency_totals(db: Store, rumble_id: int) -> Totals:
     """The rumble's totals per pairing and uploader (rumble.rankings.uploader_consistency.from_sums),
-    every address of an uploader together; the caller holds a read snapshot. Built here row by row,
-    without the intermediate rows of ``pairing_sums``: the rumble's largest read for a page."""
+    every address of an uploader together; the caller holds a read snapshot. Read row by row,
+    without the sums of b's percentages that ``pairing_sums`` adds: the rumble's largest read for a page."""
     names = _names(db)
-    found: Totals = {}
-    pair: tuple[int, int] = (0, 0)
-    per_uploader: dict[str, tuple[int, float, float]] = {}
-    for u, a, b, n, a2, a1, a0, q3, q2, q1, q0 in db.execute(
-        "SELECT uploader, bot_a, bot_b, sum(battles), sum(share_a2), sum(share_a1), sum(share_a0), "
-        "sum(square_a3), sum(square_a2), sum(square_a1), sum(square_a0) FROM uploader_sums WHERE rumble_id = ? "
-        "GROUP BY bot_a, bot_b, uploader",
-        (rumble_id,),
-    ):
-        if (a, b) != pair:  # the rows come pairing by pairing (the table's key order)
-            pair, per_uploader = (a, b), {}
-            found[(names[a], names[b])] = per_uploader
-        per_uploader[u] = (
-            n,
-            ((a2 << 64) + (a1 << 32) + a0) / SHARE_UNIT,
-            ((q3 << 96) + (q2 << 64) + (q1 << 32) + q0) / SQUARE_UNIT,
-        )
-    return in_order(found)
+    return from_sums(
+        (
+            (u, names[a], names[b], n, (a2 << 64) + (a1 << 32) + a0, (q3 << 96) + (q2 << 64) + (q1 << 32) + q0)
+            for u, a, b, n, a2, a1, a0, q3, q2, q1, q0 in db.execute(
+                "SELECT uploader, bot_a, bot_b, sum(battles), sum(share_a2), sum(share_a1), sum(share_a0), "
+                "sum(square_a3), sum(square_a2), sum(square_a1), sum(square_a0) FROM uploader_sums "
+                "WHERE rumble_id = ? GROUP BY bot_a, bot_b, uploader",
+                (rumble_id,),
+            )
+        ),
+        SHARE_UNIT,
+        SQUARE_UNIT,
+    )
 
 
 def party_totals(db: Store, rumble_id: int) -> Totals:
