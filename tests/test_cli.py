@@ -59,6 +59,30 @@ def test_rebuild_reports_and_keeps_the_tables(tmp_path):
     conn.close()
 
 
+def test_rebuild_rewrites_the_pairings_and_summaries_that_differ_from_the_log(tmp_path):
+    db = str(tmp_path / "d.db")
+    _run("demo", "--db", db, "--battles", "300")
+    conn = store.connect(db)
+    before = snapshot(conn)
+    (a, b), (c, d) = conn.execute("SELECT bot_id, opponent_id FROM pairings ORDER BY bot_id, opponent_id LIMIT 2")
+    with store.write(conn):  # one pairing off, one missing, one the log never had, a summary off
+        conn.execute(
+            "UPDATE pairings SET aps = aps + 1, last_battle = '2001-01-01 00:00:00.000' WHERE bot_id = ? AND opponent_id = ?",
+            (a, b),
+        )
+        conn.execute("DELETE FROM pairings WHERE bot_id = ? AND opponent_id = ?", (c, d))
+        conn.execute(
+            "INSERT INTO pairings (rumble_id, bot_id, opponent_id, battles, aps, aps_m2, survival, last_battle) "
+            "SELECT rumble_id, bot_id, bot_id, 1, 50, 0, 50, last_battle FROM pairings LIMIT 1"
+        )
+        conn.execute("UPDATE bot_summaries SET aps = 0")
+    assert snapshot(conn) != before
+    result = _run("rebuild", "--db", db)
+    assert result.exit_code == 0 and "roborumble: replayed 300 battles" in result.output
+    assert snapshot(conn) == before
+    conn.close()
+
+
 def test_rebuild_of_an_unknown_game_is_refused(tmp_path):
     result = CliRunner().invoke(cli, ["rebuild", "--db", str(tmp_path / "d.db"), "--game", "nosuch"])
     assert result.exit_code == 2 and "no rumble called 'nosuch'" in result.output

@@ -168,29 +168,29 @@ def advance(db: Store, replay: Replay, up_to: int, progress: Callable[[int], Non
 
 
 def compiled(replay: Replay) -> bool:
-    """True if ``advance_compiled`` can replay it: a 1v1 rumble replayed from its start as logged
-    (nothing moved, no pairing watched) whose ratings are all the compiled step's."""
+    """True if ``advance_compiled`` can replay it: a 1v1 rumble replayed as logged (nothing moved, no
+    pairing watched) whose ratings are all the compiled step's, from its start or on from where
+    ``advance_compiled`` left it (its pairings in ``arrays``)."""
     return (
         replay.whole_battles is None
         and not replay.moved
         and replay.changed is None
         and not replay.state
-        and replay.battle_id == 0
-        and replay.arrays is None
+        and (replay.battle_id == 0 or replay.arrays is not None)
         and not STEPPED
     )
 
 
 def advance_compiled(db: Store, replay: Replay, up_to: int, progress: Callable[[int], None] | None = None) -> int:
-    """``advance`` from the log's start for a replay that is ``compiled``, in compiled code
-    (rumble.maintenance.compiled_replay): the same values, bit for bit, several times faster."""
+    """``advance`` for a replay that is ``compiled``, in compiled code (rumble.maintenance.compiled_replay):
+    the same values, bit for bit, several times faster. Its pairings stay in ``replay.arrays``."""
     if not compiled(replay):
         raise ValueError("this replay cannot be compiled: use advance")
     field = replay.field
-    table = compiled_replay.Pairings(len(field.ids) + 64)
+    table = replay.arrays if replay.arrays is not None else compiled_replay.Pairings(len(field.ids) + 64)
     events = rating_rows.events_in_order(db, replay.rumble_id, replay.event_id)
     next_event = replayed = 0
-    for rows in battle_log.scored_battle_runs(db, replay.rumble_id, up_to=up_to):
+    for rows in battle_log.scored_battle_runs(db, replay.rumble_id, after=replay.battle_id, up_to=up_to):
         ids = np.array([row[0] for row in rows], dtype=np.int64)
         bots_of = np.array([row[1:3] for row in rows], dtype=np.int64)
         numbers = np.array([row[3:7] for row in rows], dtype=np.int64)
@@ -242,14 +242,11 @@ def advance_compiled(db: Store, replay: Replay, up_to: int, progress: Callable[[
 
 
 def advance_any(db: Store, replay: Replay, up_to: int, progress: Callable[[int], None] | None = None) -> int:
-    """``advance``, in compiled code when the replay is ``compiled`` (its pairings then handed back
-    as ``state``, so that the replay goes on battle by battle from there, as a maintenance job's does)."""
-    if not compiled(replay):
-        return advance(db, replay, up_to, progress)
-    replayed = advance_compiled(db, replay, up_to, progress)
-    replay.state = state_of(replay)
-    replay.arrays = None
-    return replayed
+    """``advance``, in compiled code when the replay is ``compiled`` (its pairings then in ``arrays``,
+    where a later ``advance_any`` goes on)."""
+    if compiled(replay):
+        return advance_compiled(db, replay, up_to, progress)
+    return advance(db, replay, up_to, progress)
 
 
 def state_of(replay: Replay) -> dict[tuple[int, int], Pairing]:
@@ -259,8 +256,7 @@ def state_of(replay: Replay) -> dict[tuple[int, int], Pairing]:
 
 def _pairings_of(table: compiled_replay.Pairings) -> dict[tuple[int, int], Pairing]:
     """The played pairings of a compiled replay as ``Replay.state`` holds them."""
-    bot_of = np.zeros(len(table.battles), dtype=np.int64)
-    bot_of[list(table.row.values())] = list(table.row.keys())
+    bot_of = bots_of_rows(table)
     r, s = np.nonzero(table.battles > 0)
     times = np.datetime_as_string(table.last_ms[r, s].astype("datetime64[ms]"), unit="ms").tolist()
     return {
@@ -353,15 +349,18 @@ class _Played:
     last_ms: np.ndarray
 
 
-def _played(table: compiled_replay.Pairings) -> Iterator[_Played]:
-    """A compiled replay's played pairings, WRITE_BOTS bots at a time in bot-id order: each block's
-    arrays take a few MB (the whole rumble's at once, 1.4 M pairings at 1,200 bots, a hundred)."""
-    bot_of = np.zeros(len(table.battles), dtype=np.int64)
-    bot_of[list(table.row.values())] = list(table.row.keys())
+def played_blocks(table: compiled_replay.Pairings, chosen: np.ndarray | None = None) -> Iterator[_Played]:
+    """A compiled replay's played pairings (those ``chosen``, a mask over its rows, if given),
+    WRITE_BOTS bots at a time in bot-id order: each block's arrays take a few MB (the whole
+    rumble's at once, 1.4 M pairings at 1,200 bots, a hundred)."""
+    bot_of = bots_of_rows(table)
     by_id = np.argsort(bot_of[: len(table.row)])  # rows in bot-id order
     for first in range(0, len(by_id), WRITE_BOTS):
         rows = by_id[first : first + WRITE_BOTS]
-        r, s = np.nonzero(table.battles[np.ix_(rows, by_id)] > 0)  # played pairings in (bot, opponent) order
+        wanted = table.battles[np.ix_(rows, by_id)] > 0
+        if chosen is not None:
+            wanted &= chosen[np.ix_(rows, by_id)]
+        r, s = np.nonzero(wanted)  # played pairings in (bot, opponent) order
         r, s = rows[r], by_id[s]
         yield _Played(
             bot_of[r],
@@ -377,14 +376,14 @@ def _played(table: compiled_replay.Pairings) -> Iterator[_Played]:
 def _write_compiled(db: Store, replay: Replay, min_battles: int) -> None:
     """``_write`` for a compiled replay, from its pairing arrays: the same rows, computed in numpy
     (``scores.totals_by_group``, ``priority.pairing_priorities``) rather than pairing by pairing,
-    a block of bots at a time (``_played``)."""
+    a block of bots at a time (``played_blocks``)."""
     table, field, rumble_id = replay.arrays, replay.field, replay.rumble_id
     if table is None:
         raise ValueError("not a compiled replay")
     held = priority_queue.held_pairs(db, rumble_id)  # queued or recently handed out: kept out of the index
 
     def rows() -> Iterator[tuple]:
-        for p in _played(table):
+        for p in played_blocks(table):
             indexed = p.a < p.b
             if held:
                 indexed &= np.array([pair not in held for pair in zip(p.a.tolist(), p.b.tolist())], dtype=bool)
@@ -397,18 +396,32 @@ def _write_compiled(db: Store, replay: Replay, min_battles: int) -> None:
                 p.aps.tolist(),
                 p.aps_m2.tolist(),
                 p.survival.tolist(),
-                _times(p.last_ms),
+                times_as_stored(p.last_ms),
                 [rank if keep else None for rank, keep in zip(ranks.tolist(), indexed.tolist())],
             )
 
     def summaries(active: set[int]) -> list[tuple[int, scores.Totals, scores.Summary, str]]:
-        live_ids = np.fromiter(active, dtype=np.int64, count=len(active))
-        return [found for p in _played(table) if len(p.a) for found in _summaries(p, live_ids)]
+        return summaries_of(table, active)
 
-    _replace_tables(db, rumble_id, field, _bots_with_pairings(table), rows(), summaries)
+    _replace_tables(db, rumble_id, field, bots_with_pairings(table), rows(), summaries)
 
 
-def _bots_with_pairings(table: compiled_replay.Pairings) -> list[int]:
+def bots_of_rows(table: compiled_replay.Pairings) -> np.ndarray:
+    """The bot id of each row of a compiled replay's arrays (0 for a row no bot has yet)."""
+    bot_of = np.zeros(len(table.battles), dtype=np.int64)
+    bot_of[list(table.row.values())] = list(table.row.keys())
+    return bot_of
+
+
+def summaries_of(
+    table: compiled_replay.Pairings, active: set[int]
+) -> list[tuple[int, scores.Totals, scores.Summary, str]]:
+    """The summary rows of the bots with pairings, in id order, over their pairings against ``active``."""
+    live_ids = np.fromiter(active, dtype=np.int64, count=len(active))
+    return [found for p in played_blocks(table) if len(p.a) for found in _summaries(p, live_ids)]
+
+
+def bots_with_pairings(table: compiled_replay.Pairings) -> list[int]:
     """The bots of a compiled replay that played a pairing, in id order."""
     in_order = sorted(table.row)
     played = np.asarray((table.battles[[table.row[bot] for bot in in_order]] > 0).any(axis=1))
@@ -418,14 +431,14 @@ def _bots_with_pairings(table: compiled_replay.Pairings) -> list[int]:
 def _summaries(p: _Played, live_ids: np.ndarray) -> list[tuple[int, scores.Totals, scores.Summary, str]]:
     """The summary rows of the bots of ``p`` (over their pairings against ``live_ids``)."""
     order, starts = np.unique(p.a, return_index=True)  # the bots with pairings, and where each one's begin
-    last = _times(np.maximum.reduceat(p.last_ms, starts))
+    last = times_as_stored(np.maximum.reduceat(p.last_ms, starts))
     live = np.isin(p.b, live_ids)
     group = np.searchsorted(order, p.a[live])
     totals = scores.totals_by_group(group, p.n[live], p.aps[live], p.aps_m2[live], p.survival[live], len(order))
     return [(bot, t, scores.summary(t), when) for bot, t, when in zip(order.tolist(), totals, last)]
 
 
-def _times(ms: np.ndarray) -> list[str]:
+def times_as_stored(ms: np.ndarray) -> list[str]:
     """Times in ms since 1970 as the store writes them, "YYYY-MM-DD HH:MM:SS.mmm"."""
     return [f"{t[:10]} {t[11:]}" for t in np.datetime_as_string(ms.astype("datetime64[ms]"), unit="ms").tolist()]
 

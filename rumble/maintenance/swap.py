@@ -2,8 +2,9 @@
 
 ``rumble.maintenance.rebuild.rebuild_rumble`` holds the write lock while it replays a whole log (49.8 s for
 the 1,200-bot, 720,000-battle ladder), so every upload meanwhile times out. ``recompute`` replays
-the same log through the same code (``rebuild.advance``; the first pass of a 1v1 rebuild in compiled
-code, ``rebuild.advance_any``) outside the lock instead:
+the same log through the same code (``rebuild.advance``; a 1v1 rebuild in compiled code throughout,
+``rebuild.advance_any``, its pairings kept in arrays: 1.4 M pairings as Python objects took a rebuild of
+5 M battles to 1.1 GB) outside the lock instead:
 
 1. *Aside.* In a read snapshot (WAL: uploads go on committing), the log up to its newest battle is
    replayed in memory. Melee battles are reassembled into TEMP copies of the melee tables on this
@@ -36,8 +37,10 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rumble.ingest import priority
-from rumble.maintenance import rebuild
+from rumble.maintenance import compiled_replay, rebuild
 from rumble.rankings import scores
 from rumble.rankings.scores import Totals
 from rumble.store import (
@@ -82,6 +85,17 @@ class Base:
 
 
 @dataclass
+class ArrayBase:
+    """``Base`` for a compiled replay (its pairings in ``replay.arrays``): the pairings that differ
+    as a mask over its rows, so that the comparison holds a few MB whatever the number of pairings.
+    Each bot's totals are summed afresh from the arrays at the swap (exact integers, the same)."""
+
+    battle_id: int
+    differ: np.ndarray  # [r, s]: the live row of the pairing of rows r, s is missing or differs from the replay
+    extra: set[tuple[int, int]]  # live pairings the replay does not have
+
+
+@dataclass
 class Job:
     """One rumble being recomputed aside: its replay, the live tables it was compared with, and
     what the swap must check still holds."""
@@ -92,7 +106,7 @@ class Job:
     epoch: int
     generation: int
     sweeps: int = 0  # the rumble's recorded melee sweeps: each bumps the generation once (rumble.ingest.melee.sweep)
-    base: Base | None = None
+    base: Base | ArrayBase | None = None
     written: dict[str, int] = field(default_factory=dict)
     aside_seconds: float = 0.0  # the replay and its catching up, beside the writers
     locked_seconds: float = 0.0  # the swap: from taking the write lock to its commit
@@ -148,7 +162,9 @@ def recompute(
             with read(db):
                 _check(db, job)
                 done = _advance(db, job, progress)
-                if job.base is None:
+                if job.base is None and replay.arrays is not None:
+                    job.base = _compare_arrays(db, replay, replay.arrays)
+                elif job.base is None:
                     job.base = _compare(db, replay)
                     replay.mark()
             if done <= FEW_LEFT and job.base is not None:
@@ -160,7 +176,10 @@ def recompute(
             if in_swap is not None:
                 _moving(db, job, in_swap)
             _advance(db, job, None)  # no progress callback under the lock: it may write (a job's progress row)
-            _swap(db, job, min_battles)
+            if isinstance(job.base, ArrayBase):
+                _swap_arrays(db, job, job.base, min_battles)
+            else:
+                _swap(db, job, min_battles)
         job.locked_seconds = time.perf_counter() - locked
     finally:
         if job.melee:
@@ -200,8 +219,53 @@ def _check(db: Store, job: Job) -> None:
 
 def _advance(db: Store, job: Job, progress: Callable[[int], None] | None) -> int:
     """Replay what the log holds beyond the replay (inside a snapshot or the write transaction)."""
-    # a melee rumble's whole battles too; a whole 1v1 log from its start in compiled code
+    # a melee rumble's whole battles too; a 1v1 log as logged in compiled code, from its start to the swap
     return rebuild.advance_any(db, job.replay, battle_log.newest_id(db), progress)
+
+
+COMPARE_ROWS = 100_000  # live pairings compared with a compiled replay's arrays at once
+
+
+def _compare_arrays(db: Store, replay: rebuild.Replay, table: compiled_replay.Pairings) -> ArrayBase:
+    """``_compare`` for a compiled replay: the live pairings compared with its arrays, COMPARE_ROWS at a time."""
+    row_of = _rows_by_id(table)
+    played = table.battles > 0
+    seen = np.zeros_like(played)
+    differ = np.zeros_like(played)
+    extra: set[tuple[int, int]] = set()
+    live = pairings.rumble_pairings(db, replay.rumble_id)
+    while rows := live.fetchmany(COMPARE_ROWS):
+        a, b, n, aps, aps_m2, survival = (np.array(column, dtype=float) for column in list(zip(*rows))[:6])
+        r, s = _rows_at(row_of, a.astype(np.int64)), _rows_at(row_of, b.astype(np.int64))
+        known = (r >= 0) & (s >= 0)
+        known[known] = played[r[known], s[known]]
+        extra.update((int(x), int(y)) for x, y in zip(a[~known], b[~known]))
+        r, s = r[known], s[known]
+        last = np.array([row[6] for row in rows], dtype=object)[known]
+        same = (
+            (n[known] == table.battles[r, s])
+            & (aps[known] == table.means[0, r, s])
+            & (aps_m2[known] == table.means[1, r, s])
+            & (survival[known] == table.means[2, r, s])
+            & (last == np.array(rebuild.times_as_stored(table.last_ms[r, s]), dtype=object))
+        )
+        seen[r, s] = True
+        differ[r, s] = ~same
+    differ |= played & ~seen  # pairings the live table lacks
+    return ArrayBase(replay.battle_id, differ, extra)
+
+
+def _rows_by_id(table: compiled_replay.Pairings) -> np.ndarray:
+    """Each bot id's row in a compiled replay's arrays (-1: none)."""
+    row_of = np.full(max(table.row, default=0) + 1, -1, dtype=np.int64)
+    row_of[list(table.row.keys())] = list(table.row.values())
+    return row_of
+
+
+def _rows_at(row_of: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The rows of bot ``ids`` (-1 for a bot the replay has no row for)."""
+    inside = (ids >= 0) & (ids < len(row_of))
+    return np.where(inside, row_of[np.where(inside, ids, 0)], -1)
 
 
 def _compare(db: Store, replay: rebuild.Replay) -> Base:
@@ -241,7 +305,7 @@ def _values(p: scores.Pairing) -> tuple:
 def _swap(db: Store, job: Job, min_battles: int) -> None:
     """Write the replay over the live tables where they differ (caller holds the write transaction)."""
     replay, base = job.replay, job.base
-    if base is None:
+    if not isinstance(base, Base):
         raise ValueError("a job is swapped in only after its comparison with the live tables (job.base)")
     rid, state, changed = replay.rumble_id, replay.state, replay.changed or {}
     rebuild.add_participants(db, replay)  # a participant without a counted battle, as a full rebuild has it
@@ -301,3 +365,88 @@ def _swap(db: Store, job: Job, min_battles: int) -> None:
     )
     # This process's copy of the field (shared by its connections, rumble.ingest.fields) is now a generation
     # behind, as every worker's is: its next write catches it up on the pairings recorded here.
+
+
+def _swap_arrays(db: Store, job: Job, base: ArrayBase, min_battles: int) -> None:
+    """``_swap`` for a compiled replay, from its arrays: the rows to write chosen as a mask over them
+    and written a block of bots at a time, every bot's summary summed afresh (``rebuild.summaries_of``)."""
+    replay, table = job.replay, job.replay.arrays
+    if table is None:
+        raise ValueError("not a compiled replay")
+    rid = replay.rumble_id
+    rebuild.add_participants(db, replay)  # a participant without a counted battle, as a full rebuild has it
+    active = {bot: replay.field.is_active(bot) for bot in replay.field.ids}
+    row_of = _rows_by_id(table)
+    played = table.battles > 0
+    write_rows = np.zeros_like(played)  # the arrays may have grown since the comparison: new bots' rows
+    write_rows[: len(base.differ), : len(base.differ)] = base.differ
+    write_rows &= played
+    touched = {(a, b) for x, y in battle_log.pairs_after(db, rid, base.battle_id) for a, b in ((x, y), (y, x))}
+    # changed since the comparison: written only where the live row differs now
+    since = [
+        (a, b) for a, b in sorted(touched) if _played_at(table, row_of, a, b) and not _marked(write_rows, row_of, a, b)
+    ]
+    live = pairings.pairing_values(db, rid, since)
+    for a, b in since:
+        if live.get((a, b)) != _values_at(table, row_of, a, b):
+            write_rows[row_of[a], row_of[b]] = True
+    drop_keys = {(a, b) for a, b in base.extra | touched if not _played_at(table, row_of, a, b)}
+    held = priority_queue.held_pairs(db, rid)
+
+    def rows() -> Iterator[tuple[int, int, scores.Pairing, float | None]]:
+        for p in rebuild.played_blocks(table, write_rows):
+            ranks = priority.pairing_priorities(p.n, p.aps, p.aps_m2, min_battles).tolist()
+            for a, b, n, aps, aps_m2, survival, when, rank in zip(
+                p.a.tolist(),
+                p.b.tolist(),
+                p.n.tolist(),
+                p.aps.tolist(),
+                p.aps_m2.tolist(),
+                p.survival.tolist(),
+                rebuild.times_as_stored(p.last_ms),
+                ranks,
+            ):
+                yield (
+                    a,
+                    b,
+                    scores.Pairing(n, aps, aps_m2, survival, when),
+                    rank if a < b and (a, b) not in held else None,
+                )
+
+    pairings.replace_pairings(db, rid, rows())
+    pairings.delete_pairings(db, rid, sorted(drop_keys))
+    order = rebuild.bots_with_pairings(table)
+    flags = bots.sync_active(db, rid, active, utc_now())
+    either = write_rows | write_rows.T  # each pair once (a < b), in id order: the missing pairings follow pairs
+    written = [
+        (a, b) for p in rebuild.played_blocks(table, either) for a, b in zip(p.a.tolist(), p.b.tolist()) if a < b
+    ]
+    missing_pairings.follow(db, rid, written, drop_keys, flags)
+    pairings.clear_totals(db, rid)
+    pairings.put_totals(db, rid, rebuild.summaries_of(table, {bot for bot, on in active.items() if on}))
+    rating_rows.clear_ratings(db, rid)
+    rated = [(bot, replay.field.ratings(bot)) for bot in order]
+    rating_rows.put_ratings(db, rid, [(bot, r) for bot, r in rated if r.rated_at == r.rated_at])  # NaN: never rated
+    job.written = {"pairings": int(write_rows.sum()) + len(drop_keys), "bots": len(order)}
+    rating_rows.bump_generation(db, rid)
+    swapped = sorted(set(written) | {(min(a, b), max(a, b)) for a, b in drop_keys})
+    rating_rows.record_swap(
+        db, rid, rating_rows.generation(db, rid), swapped if len(swapped) <= WORKER_CATCH_UP_PAIRS else None
+    )
+
+
+def _played_at(table: compiled_replay.Pairings, row_of: np.ndarray, a: int, b: int) -> bool:
+    """True if the compiled replay has a pairing of bot ``a`` against bot ``b``."""
+    r, s = _rows_at(row_of, np.array([a, b], dtype=np.int64)).tolist()
+    return r >= 0 and s >= 0 and bool(table.battles[r, s] > 0)
+
+
+def _marked(mask: np.ndarray, row_of: np.ndarray, a: int, b: int) -> bool:
+    return bool(mask[row_of[a], row_of[b]])
+
+
+def _values_at(table: compiled_replay.Pairings, row_of: np.ndarray, a: int, b: int) -> tuple:
+    """The played pairing of bot ``a`` against bot ``b`` as the table's columns hold it (``_values``)."""
+    r, s = row_of[a], row_of[b]
+    (when,) = rebuild.times_as_stored(table.last_ms[r, s : s + 1])
+    return (int(table.battles[r, s]), *(float(x) for x in table.means[:, r, s]), when)
