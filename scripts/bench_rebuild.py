@@ -10,6 +10,9 @@
    XonStat) replayed battle by battle, and prints battles/s and the peak resident memory.
 3. In the same run, the baseline: the same process reading the same log through the same store
    iterator and nothing else, and the ratio of the two rates.
+4. In another fresh process, on another copy, what the ``rumble rebuild`` command runs:
+   ``rumble.maintenance.swap.recompute`` (replayed aside, compared with the live tables, swapped in
+   under a short write lock), its rate and peak resident memory.
 
 Target (issue 4): >= 20,000 battles/s (the real roborumble's 24.7 M battles in under 21 minutes).
 A missed target is printed, not failed.
@@ -33,6 +36,7 @@ import bench_upload  # noqa: E402  (the ladder of the upload benchmark)
 
 from rumble import settings, store  # noqa: E402
 from rumble.app import prepare_database  # noqa: E402
+from rumble.maintenance import swap  # noqa: E402
 from rumble.maintenance.rebuild import rebuild_rumble  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
 from rumble.store import battle_log  # noqa: E402
@@ -86,6 +90,31 @@ def measure(db_path: Path, game: str) -> dict:
     }
 
 
+def measure_command(db_path: Path, game: str) -> dict:
+    """What ``rumble rebuild --game`` runs (the child process's job): its rate and peak memory as a dict."""
+    db = store.connect(db_path)
+    total = battle_log.count_battles(db, rumble_id(db, game))
+    rumble = load_rumbles()[game]
+    start = time.perf_counter()
+    with tqdm(total=total, desc="rumble rebuild", unit="battle", unit_scale=True) as bar, swap.one_at_a_time(db):
+        job = swap.recompute(db, game, rumble.rounds, settings.load()["PRIORITY_MIN_BATTLES"], bar.update)
+    seconds = time.perf_counter() - start
+    db.close()
+    return {
+        "battles": job.replay.replayed,
+        "seconds": seconds,
+        "locked_seconds": job.locked_seconds,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def report_command(result: dict) -> None:
+    print(
+        f"rumble rebuild     {result['battles'] / result['seconds']:,.0f} battles/s, {result['seconds']:.1f} s"
+        f" (write lock {result['locked_seconds'] * 1000:.0f} ms), peak {result['peak_rss_mb']:,.0f} MB resident"
+    )
+
+
 def report(result: dict) -> None:
     rebuild_rate = result["battles"] / result["rebuild_seconds"]
     read_rate = result["read"] / result["read_seconds"]
@@ -111,6 +140,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/rumble-bench"), help="where the cached log lives")
     parser.add_argument("--rebuild-data", action="store_true", help="build the log even if it is cached")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the child process's job
+    parser.add_argument("--measure-command", type=Path, help=argparse.SUPPRESS)  # the other child's
     return parser.parse_args(argv)
 
 
@@ -119,14 +149,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.measure:
         print(json.dumps(measure(args.measure, bench_upload.GAME)))
         return 0
+    if args.measure_command:
+        print(json.dumps(measure_command(args.measure_command, bench_upload.GAME)))
+        return 0
     source = build_log(args)
     copy = args.workdir / "rebuild-run.db"
-    bench_upload.remove_database(copy)
-    shutil.copy(source, copy)
-    child = subprocess.run(
-        [sys.executable, __file__, "--measure", str(copy)], stdout=subprocess.PIPE, text=True, check=True
-    )
-    report(json.loads(child.stdout.strip().splitlines()[-1]))
+    for flag, show in (("--measure", report), ("--measure-command", report_command)):
+        bench_upload.remove_database(copy)
+        shutil.copy(source, copy)
+        child = subprocess.run(
+            [sys.executable, __file__, flag, str(copy)], stdout=subprocess.PIPE, text=True, check=True
+        )
+        show(json.loads(child.stdout.strip().splitlines()[-1]))
     bench_upload.remove_database(copy)
     return 0
 
