@@ -17,7 +17,8 @@ For each --sizes battles per pairing (default 1 and 3) of bench_upload.py's 1,20
 4. Backup under load: ``rumble serve`` with --workers workers, --clients upload processes for
    --seconds, and ``rumble backup`` started 2 s in: its seconds, and uploads/s with every upload
    answered.
-5. ``rumble rebuild``'s rate against reading the log (bench_rebuild.py's measurement, in a process
+5. The rebuild's rate against reading the log (bench_rebuild.py's measurement of
+   ``rebuild_rumble``, and of what the ``rumble rebuild`` command runs, each in a process
    of its own: its peak memory too).
 6. Upload rate against the bare HTTP stack (bench_upload.py's ladder scenario, one round).
 
@@ -210,6 +211,24 @@ def rebuild_figures(db: Path) -> dict:
     return {"rebuild_per_s": rate, "read_per_s": read, "rebuild_mb": found["peak_rss_mb"]}
 
 
+def command_figures(db: Path) -> dict:
+    """bench_rebuild.py's measurement of what the ``rumble rebuild`` command runs (swap.recompute:
+    replay aside, then a short swap) on ``db``, a copy it may change: rate and peak memory."""
+    child = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve().parent / "bench_rebuild.py"), "--measure-command", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        check=True,
+    )
+    found = json.loads(child.stdout.strip().splitlines()[-1])
+    rate = found["battles"] / found["seconds"]
+    print(
+        f"  rumble rebuild command   {rate:,.0f} battles/s, write lock {found['locked_seconds'] * 1000:.0f} ms, peak {found['peak_rss_mb']:.0f} MB"
+    )
+    return {"command_per_s": rate, "command_mb": found["peak_rss_mb"]}
+
+
 def one_size(per_pairing: int, ladder: bench_upload.Ladder, rumbles: dict, args: argparse.Namespace) -> dict:
     """Every figure of the ladder with ``per_pairing`` battles a pairing."""
     upload_args = bench_upload.parse_args(
@@ -245,6 +264,9 @@ def one_size(per_pairing: int, ladder: bench_upload.Ladder, rumbles: dict, args:
         served = page_figures(copy, args)
         backup = backup_under_load(copy, ladder, rumbles[GAME], upload_args)
         rebuild = rebuild_figures(copy)
+        bench_upload.remove_database(copy)
+        shutil.copyfile(cached, copy)
+        rebuild |= command_figures(copy)
     finally:
         bench_upload.remove_database(copy)
     ((bare, real),) = bench_upload.run_scenario("ladder", cached, ladder, rumbles, upload_args)
@@ -290,6 +312,8 @@ def table(results: dict[int, dict]) -> None:
     row("rebuild battles/s", [results[s]["rebuild_per_s"] for s in sizes], ",.0f")
     row("rebuild / reading the log", [results[s]["rebuild_per_s"] / results[s]["read_per_s"] for s in sizes], ".3f")
     row("rebuild peak MB", [results[s]["rebuild_mb"] for s in sizes], ",.0f")
+    row("rumble rebuild command battles/s", [results[s]["command_per_s"] for s in sizes], ",.0f")
+    row("rumble rebuild command peak MB", [results[s]["command_mb"] for s in sizes], ",.0f")
     row("uploads / bare stack", [results[s]["upload_ratio"] for s in sizes], ".3f")
     largest = results[sizes[-1]]
     slow = [label for label, p in largest["pages"].items() if p["cold"] > PAGE_TARGET_S]
