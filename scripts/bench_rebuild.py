@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -86,8 +85,17 @@ def measure(db_path: Path, game: str) -> dict:
         "read": read,
         "read_seconds": read_seconds,
         "rebuild_seconds": rebuild_seconds,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": own_peak_mb(),
     }
+
+
+def own_peak_mb() -> float:
+    """This process's peak resident memory (VmHWM), in MB: its own since it started, unlike
+    getrusage's ru_maxrss, which on Linux keeps the peak of the process that started it."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def measure_command(db_path: Path, game: str) -> dict:
@@ -104,7 +112,7 @@ def measure_command(db_path: Path, game: str) -> dict:
         "battles": job.replay.replayed,
         "seconds": seconds,
         "locked_seconds": job.locked_seconds,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": own_peak_mb(),
     }
 
 
