@@ -11,11 +11,14 @@ again:
   then at most that far behind the log, and pulling the heaviest pages in a loop costs one build
   per page and interval, not one per request.
 
-Each answer kept carries a strong ETag, a digest of its bytes, and ``Cache-Control: no-cache``:
-a browser asks again each time with ``If-None-Match`` and gets ``304 Not Modified`` while the
-page is the same (a page built anew with the same bytes has the same ETag). Only 200 answers
-without cookies are kept; the least recently served go first once PAGE_CACHE_MB is reached. Ages
-are read from the settings' clock.
+While one request builds an outdated answer anew, the others get the outdated one, so that a page
+is built by one request at a time. An answer is kept as built and, if smaller so, gzipped for the
+clients that accept it (browsers do). Each form carries a strong ETag, a digest of its bytes, with
+``Cache-Control: no-cache`` and ``Vary: Accept-Encoding``: a browser asks again each time with
+``If-None-Match`` and gets ``304 Not Modified`` while the page is the same (a page built anew
+with the same bytes has the same ETag). Only 200 answers to requests without cookies or
+credentials are kept; the least recently served go first once PAGE_CACHE_MB is reached. Ages are
+read from the settings' clock.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ CACHED_BLUEPRINTS = frozenset({"pages", "bot_pages", "plots", "api", "feed", "se
 NEVER_KEPT_PREFIXES = ("/admin", "/healthz", "/metrics", "/static/", "/jars/", "/Participants")  # not even looked up
 NOT_CACHED = frozenset({"api.export_table", "api.export_sqlite"})  # snapshot files with ETags of their own
 GZIP_FROM_BYTES = 1024  # smaller answers are kept only as they are
-GZIP_LEVEL = 6  # zlib's default: the whole rankings table (965 KB) packs to a tenth in about 10 ms, once per build
+GZIP_LEVEL = 6  # zlib's default: the rankings API at 5,000 a page, 989 KB, packs to 138 KB in 12 ms
 NOT_MODIFIED_HEADERS = ("ETag", "Cache-Control", "Vary")
 EXTENSION_KEY = "rumble.page_cache"  # app.extensions: the PageCache
 MIDDLEWARE_KEY = "rumble.kept_pages"  # app.extensions: the KeptPages in front of the app
