@@ -15,8 +15,9 @@ For each --sizes battles per pairing (default 1 and 3) of bench_upload.py's 1,20
    millisecond); then one export snapshot built on request (``battles.csv``: the time to its last
    byte); then the peak resident memory (VmHWM) of the worker and of the writer process.
 4. Backup under load: ``rumble serve`` with --workers workers, --clients upload processes for
-   --seconds, and ``rumble backup`` started 2 s in: its seconds, and uploads/s with every upload
-   answered.
+   --seconds, and ``rumble backup`` started 2 s in: its seconds, uploads/s with every upload
+   answered, and the WAL's largest size meanwhile (a long read keeps checkpoints from going
+   past it, so uploads grow the WAL until it ends).
 5. The rebuild's rate against reading the log (bench_rebuild.py's measurement of
    ``rebuild_rumble``, and of what the ``rumble rebuild`` command runs, each in a process
    of its own: its peak memory too).
@@ -31,6 +32,7 @@ Run with the project's venv: ``.venv/bin/python scripts/bench_scale.py --help``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
@@ -175,6 +177,9 @@ def backup_under_load(db: Path, ladder: bench_upload.Ladder, rumble, args: argpa
         load = threading.Thread(target=lambda: results.extend(bench_upload.run_load(ladder, rumble, port, args)))
         load.start()
         time.sleep(1.0 + args.warmup + 2.0)
+        wal, sampled, done = Path(f"{db}-wal"), [0], threading.Event()
+        sampler = threading.Thread(target=sample_size, args=(wal, sampled, done))
+        sampler.start()
         began = time.perf_counter()
         subprocess.run(
             [sys.executable, "-m", "rumble", "backup", "--db", str(db), str(target)],
@@ -184,6 +189,8 @@ def backup_under_load(db: Path, ladder: bench_upload.Ladder, rumble, args: argpa
         )
         seconds = time.perf_counter() - began
         load.join()
+        done.set()
+        sampler.join()
     finally:
         bench_upload.stop_server(server)
         bench_upload.remove_database(target)
@@ -191,9 +198,17 @@ def backup_under_load(db: Path, ladder: bench_upload.Ladder, rumble, args: argpa
     errors = sum(len(r.errors) for r in results)
     rate = sum(sum(r.accepted) for r in results) / (args.warmup + args.seconds)
     print(
-        f"  backup                   {seconds:.1f} s while {answered:,} uploads were answered ({rate:.0f}/s, {errors} errors)"
+        f"  backup                   {seconds:.1f} s while {answered:,} uploads were answered ({rate:.0f}/s, {errors} errors); "
+        f"the WAL at most {sampled[0] / 1e6:.0f} MB meanwhile"
     )
-    return {"backup_s": seconds, "uploads_per_s": rate, "upload_errors": errors}
+    return {"backup_s": seconds, "uploads_per_s": rate, "upload_errors": errors, "wal_mb": sampled[0] / 1e6}
+
+
+def sample_size(path: Path, largest: list[int], done: threading.Event) -> None:
+    """Keep in ``largest[0]`` the largest size of the file ``path`` seen every 50 ms until ``done``."""
+    while not done.wait(0.05):
+        with contextlib.suppress(FileNotFoundError):
+            largest[0] = max(largest[0], path.stat().st_size)
 
 
 def rebuild_figures(db: Path) -> dict:
@@ -311,6 +326,7 @@ def table(results: dict[int, dict]) -> None:
     row("batch job peak MB", [results[s]["batch"]["peak_mb"] for s in sizes], ",.0f")
     row("export battles.csv s", [results[s]["export_s"] for s in sizes], ",.1f")
     row("backup under load s", [results[s]["backup_s"] for s in sizes], ",.1f")
+    row("WAL during the backup MB", [results[s]["wal_mb"] for s in sizes], ",.0f")
     row("rebuild battles/s", [results[s]["rebuild_per_s"] for s in sizes], ",.0f")
     row("rebuild / reading the log", [results[s]["rebuild_per_s"] / results[s]["read_per_s"] for s in sizes], ".3f")
     row("rebuild peak MB", [results[s]["rebuild_mb"] for s in sizes], ",.0f")
