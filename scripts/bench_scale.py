@@ -213,14 +213,7 @@ def sample_size(path: Path, largest: list[int], done: threading.Event) -> None:
 
 def rebuild_figures(db: Path) -> dict:
     """bench_rebuild.py's measurement on ``db`` (a copy it may change): rates and peak memory."""
-    child = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve().parent / "bench_rebuild.py"), "--measure", str(db)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        check=True,
-    )
-    found = json.loads(child.stdout.strip().splitlines()[-1])
+    found = _bench_rebuild("--measure", db)
     rate, read = found["battles"] / found["rebuild_seconds"], found["read"] / found["read_seconds"]
     print(
         f"  rebuild                  {rate:,.0f} battles/s against {read:,.0f} reading the log ({rate / read:.3f}), peak {found['peak_rss_mb']:.0f} MB"
@@ -231,19 +224,24 @@ def rebuild_figures(db: Path) -> dict:
 def command_figures(db: Path) -> dict:
     """bench_rebuild.py's measurement of what the ``rumble rebuild`` command runs (swap.recompute:
     replay aside, then a short swap) on ``db``, a copy it may change: rate and peak memory."""
-    child = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve().parent / "bench_rebuild.py"), "--measure-command", str(db)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        check=True,
-    )
-    found = json.loads(child.stdout.strip().splitlines()[-1])
+    found = _bench_rebuild("--measure-command", db)
     rate = found["battles"] / found["seconds"]
     print(
         f"  rumble rebuild command   {rate:,.0f} battles/s, write lock {found['locked_seconds'] * 1000:.0f} ms, peak {found['peak_rss_mb']:.0f} MB"
     )
     return {"command_per_s": rate, "command_mb": found["peak_rss_mb"]}
+
+
+def _bench_rebuild(flag: str, db: Path) -> dict:
+    """What bench_rebuild.py's child measurement ``flag`` printed on ``db``, in a process of its own."""
+    child = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve().parent / "bench_rebuild.py"), flag, str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        check=True,
+    )
+    return json.loads(child.stdout.strip().splitlines()[-1])
 
 
 def one_size(per_pairing: int, ladder: bench_upload.Ladder, rumbles: dict, args: argparse.Namespace) -> dict:

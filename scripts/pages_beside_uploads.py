@@ -126,7 +126,9 @@ def one_run(cached: Path, ladder, rumble, args, mode: str, index: int) -> dict:
         server = bench.start_server(run_db, port, args.workers, log)
     finally:
         for key, value in saved.items():
-            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+            os.environ.pop(key, None)
+            if value is not None:
+                os.environ[key] = value
     stop, out = multiprocessing.Event(), multiprocessing.Queue()
     clients = [
         multiprocessing.Process(

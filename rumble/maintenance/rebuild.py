@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from itertools import repeat
 from operator import itemgetter
 
 import numpy as np
@@ -384,26 +383,34 @@ def _write_compiled(db: Store, replay: Replay, min_battles: int) -> None:
 
     def rows() -> Iterator[tuple]:
         for p in played_blocks(table):
-            indexed = p.a < p.b
-            if held:
-                indexed &= np.array([pair not in held for pair in zip(p.a.tolist(), p.b.tolist())], dtype=bool)
-            ranks = priority.pairing_priorities(p.n, p.aps, p.aps_m2, min_battles)
-            yield from zip(
-                repeat(rumble_id),
-                p.a.tolist(),
-                p.b.tolist(),
-                p.n.tolist(),
-                p.aps.tolist(),
-                p.aps_m2.tolist(),
-                p.survival.tolist(),
-                times_as_stored(p.last_ms),
-                [rank if keep else None for rank, keep in zip(ranks.tolist(), indexed.tolist())],
-            )
+            for row in pairing_rows(p, held, min_battles):
+                yield (rumble_id, *row)
 
     def summaries(active: set[int]) -> list[tuple[int, scores.Totals, scores.Summary, str]]:
         return summaries_of(table, active)
 
     _replace_tables(db, rumble_id, field, bots_with_pairings(table), rows(), summaries)
+
+
+def pairing_rows(
+    p: _Played, held: set[tuple[int, int]], min_battles: int
+) -> Iterator[tuple[int, int, int, float, float, float, str, float | None]]:
+    """The pairing rows of a block (bot, opponent, battles, APS, its M2, survival, last battle as
+    stored, priority): the priority only once per pair (bot < opponent) and not for the pairs
+    ``held`` (queued or recently handed out: kept out of the index)."""
+    ranks = priority.pairing_priorities(p.n, p.aps, p.aps_m2, min_battles).tolist()
+    a, b = p.a.tolist(), p.b.tolist()
+    indexed = [x < y and (x, y) not in held for x, y in zip(a, b)]
+    yield from zip(
+        a,
+        b,
+        p.n.tolist(),
+        p.aps.tolist(),
+        p.aps_m2.tolist(),
+        p.survival.tolist(),
+        times_as_stored(p.last_ms),
+        [rank if keep else None for rank, keep in zip(ranks, indexed)],
+    )
 
 
 def bots_of_rows(table: compiled_replay.Pairings) -> np.ndarray:

@@ -395,23 +395,8 @@ def _swap_arrays(db: Store, job: Job, base: ArrayBase, min_battles: int) -> None
 
     def rows() -> Iterator[tuple[int, int, scores.Pairing, float | None]]:
         for p in rebuild.played_blocks(table, write_rows):
-            ranks = priority.pairing_priorities(p.n, p.aps, p.aps_m2, min_battles).tolist()
-            for a, b, n, aps, aps_m2, survival, when, rank in zip(
-                p.a.tolist(),
-                p.b.tolist(),
-                p.n.tolist(),
-                p.aps.tolist(),
-                p.aps_m2.tolist(),
-                p.survival.tolist(),
-                rebuild.times_as_stored(p.last_ms),
-                ranks,
-            ):
-                yield (
-                    a,
-                    b,
-                    scores.Pairing(n, aps, aps_m2, survival, when),
-                    rank if a < b and (a, b) not in held else None,
-                )
+            for a, b, n, aps, aps_m2, survival, when, rank in rebuild.pairing_rows(p, held, min_battles):
+                yield a, b, scores.Pairing(n, aps, aps_m2, survival, when), rank
 
     pairings.replace_pairings(db, rid, rows())
     pairings.delete_pairings(db, rid, sorted(drop_keys))
