@@ -72,13 +72,25 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
 
 def latest_uploader(db: Store, remote_addr: str | None, rumble_id: int, since: str) -> str | None:
     """The uploader of the newest battle in state 'ok' that ``remote_addr`` uploaded to the rumble
-    at or after ``since``; None if it uploaded none (one seek in ``battles_by_address``)."""
-    row = db.execute(
-        "SELECT uploader FROM battles WHERE remote_addr = ? AND rumble_id = ? AND received_at >= ? AND state = 'ok' "
-        "ORDER BY received_at DESC LIMIT 1",
-        (remote_addr, rumble_id, since),
-    ).fetchone()
-    return row[0] if row else None
+    at or after ``since``; None if it uploaded none.
+
+    It walks the address's battles in the rumble back from the newest (``battles_by_address``, in id
+    order) and stops at the first received before ``since``: receive times are stamped under the
+    write lock, so they never go backwards along the log. So it reads the address's battles since
+    then down to its newest accepted one, never the address's older battles."""
+    rows = db.execute(
+        "SELECT uploader, received_at, state FROM battles WHERE remote_addr = ? AND rumble_id = ? ORDER BY id DESC",
+        (remote_addr, rumble_id),
+    )
+    try:
+        for uploader, received_at, state in rows:
+            if received_at < since:
+                return None
+            if state == "ok":
+                return uploader
+        return None
+    finally:
+        rows.close()
 
 
 @dataclass(frozen=True)
