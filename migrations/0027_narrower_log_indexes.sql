@@ -6,7 +6,7 @@
 --
 -- battles_by_address: the newest battle of an address in a rumble is found by walking its entries
 -- back from the newest id (rumble.store.battle_log.latest_uploader), so the receive time, 24 bytes
--- of text, need not be in it: receive times are stamped under the write lock, in id order.
+-- of text, need not be in it: an upload's receive time is stamped under the write lock, in id order.
 DROP INDEX battles_by_rumble;
 CREATE INDEX battles_by_rumble ON battles (rumble_id);
 DROP INDEX battles_by_address;

@@ -75,9 +75,12 @@ def latest_uploader(db: Store, remote_addr: str | None, rumble_id: int, since: s
     at or after ``since``; None if it uploaded none.
 
     It walks the address's battles in the rumble back from the newest (``battles_by_address``, in id
-    order) and stops at the first received before ``since``: receive times are stamped under the
-    write lock, so they never go backwards along the log. So it reads the address's battles since
-    then down to its newest accepted one, never the address's older battles."""
+    order) and stops at the first received before ``since``: an upload's receive time is stamped
+    under the write lock, so along the log's uploads it never goes backwards. So it reads the
+    address's battles since then down to its newest accepted one, never its older battles. (A
+    battle imported later with an older receive time, ``rumble import``, ends the walk there: the
+    address then counts as having uploaded nothing since, until its next upload, the safe side for
+    the privilege this decides.)"""
     rows = db.execute(
         "SELECT uploader, received_at, state FROM battles WHERE remote_addr = ? AND rumble_id = ? ORDER BY id DESC",
         (remote_addr, rumble_id),
