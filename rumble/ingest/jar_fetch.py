@@ -5,8 +5,9 @@ internet could make this machine do: only ``http://`` and ``https://`` URLs, on 
 address is public (never loopback, a private network, link-local or the like, so that a URL cannot
 reach this machine's or its network's services), connected to the very address that was checked (a
 name that resolves differently the second time gains nothing), at most ``REDIRECTS`` redirects,
-each checked the same way, no content encoding, at most ``limit`` bytes read, and the whole fetch
-within ``timeout`` seconds. Each refusal says what was wrong (``JarRefused``).
+each checked the same way, no content encoding, at most ``limit`` bytes read, and the whole fetch,
+the host name's lookups included, within ``timeout`` seconds. Each refusal says what was wrong
+(``JarRefused``).
 
 The standard library's ``http.client`` does the HTTP; only its documented ``connect`` is replaced,
 to connect to the checked address (with TLS verified against the URL's host name).
@@ -16,8 +17,11 @@ from __future__ import annotations
 
 import http.client
 import ipaddress
+import os
+import select
 import socket
 import ssl
+import threading
 import time
 from urllib.parse import urljoin, urlsplit
 
@@ -26,6 +30,12 @@ from rumble.ingest.jar_check import JarRefused
 REDIRECTS = 3
 BLOCK = 64 * 1024
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# Host name lookups under way at once in this process. The system's resolver has no timeout of the
+# caller's, so each lookup runs in a thread of its own, which the fetch stops waiting for at its
+# deadline; the thread ends when the resolver gives up (its own timeouts: seconds to a minute). A
+# name server that never answers thus holds a thread each time: at most this many.
+LOOKUPS_AT_ONCE = 8
+_lookups = threading.BoundedSemaphore(LOOKUPS_AT_ONCE)
 
 
 class _Pinned(http.client.HTTPConnection):
@@ -48,10 +58,12 @@ def _public(address: str) -> bool:
     return ip.is_global and not ip.is_multicast and (mapped is None or mapped.is_global)
 
 
-def _address(host: str, port: int, private_ok: bool) -> str:
+def _address(host: str, port: int, private_ok: bool, deadline: float, timeout: float) -> str:
     """The address to connect to for ``host``: the first it resolves to, once every one is public."""
     try:
-        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        found = _lookup(host, port, deadline - time.monotonic())
+    except TimeoutError:
+        raise JarRefused(f"fetching the jar took longer than {timeout:g} s (looking up {host[:80]!r})") from None
     except (OSError, UnicodeError):
         raise JarRefused(f"the jar URL's host {host[:80]!r} could not be resolved") from None
     addresses = [str(info[4][0]) for info in found]
@@ -60,6 +72,48 @@ def _address(host: str, port: int, private_ok: bool) -> str:
     if not private_ok and not all(_public(address) for address in addresses):
         raise JarRefused(f"the jar URL's host {host[:80]!r} is not on the public internet")
     return addresses[0]
+
+
+def _lookup(host: str, port: int, within: float) -> list:
+    """``socket.getaddrinfo``'s answer for ``host`` within ``within`` seconds (``TimeoutError``
+    otherwise), from a thread of its own (``LOOKUPS_AT_ONCE``). The wait is a ``select`` on a pipe the
+    thread writes to when done: a relative timeout, which gevent's patched ``select`` also keeps."""
+    if within <= 0:
+        raise TimeoutError
+    if not _lookups.acquire(blocking=False):
+        raise JarRefused(f"{LOOKUPS_AT_ONCE} jar URLs' hosts are being looked up already; try again in a minute")
+    told, tell = os.pipe()
+    outcome: dict = {}
+
+    def look() -> None:
+        try:
+            outcome["found"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except BaseException as error:  # handed to the waiting fetch, if it still waits
+            outcome["error"] = error
+        finally:
+            _lookups.release()
+            try:
+                os.write(tell, b".")
+            except OSError:  # the fetch stopped waiting and closed its end
+                pass
+            os.close(tell)
+
+    try:
+        threading.Thread(target=look, name="rumble-jar-lookup", daemon=True).start()
+    except BaseException:
+        _lookups.release()
+        os.close(tell)
+        os.close(told)
+        raise
+    try:
+        ready, _, _ = select.select([told], [], [], within)
+    finally:
+        os.close(told)
+    if not ready:
+        raise TimeoutError
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["found"]
 
 
 def fetch_jar(url: str, limit: int, timeout: float, private_ok: bool = False) -> bytes:
@@ -81,7 +135,7 @@ def fetch_jar(url: str, limit: int, timeout: float, private_ok: bool = False) ->
             raise JarRefused("the jar URL must not carry a user name or password")
         https = parts.scheme == "https"
         port = port or (443 if https else 80)
-        address = _address(parts.hostname, port, private_ok)
+        address = _address(parts.hostname, port, private_ok, deadline, timeout)
         left = deadline - time.monotonic()
         if left <= 0:
             raise JarRefused(f"fetching the jar took longer than {timeout:g} s")
