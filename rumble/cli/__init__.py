@@ -128,20 +128,20 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
     finally:
         writer.stop()
         if schedule is not None:
-            schedule.terminate()
-            schedule.wait()
+            schedule.stop()
 
 
 def _start_schedule(values: dict):
-    """``rumble schedule`` for the database of ``values`` as a child process (None if
-    BATCH_INTERVAL_MINUTES is 0)."""
+    """``rumble schedule`` for the database of ``values`` as a child process, started again should
+    it end while the server runs (rumble.server.kept_process); None if BATCH_INTERVAL_MINUTES is 0."""
     import subprocess
+
+    from rumble.server.kept_process import KeptProcess
 
     if float(values["BATCH_INTERVAL_MINUTES"]) <= 0:
         return None
-    return subprocess.Popen(
-        [sys.executable, "-m", "rumble", "schedule", "--db", values["DB"], "--parent", str(os.getpid())]
-    )
+    command = [sys.executable, "-m", "rumble", "schedule", "--db", values["DB"], "--parent", str(os.getpid())]
+    return KeptProcess("batch schedule", lambda: subprocess.Popen(command))
 
 
 @cli.command()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -37,3 +40,44 @@ def test_one_process_of_rumble_serve_runs_the_batch_rankings(tmp_path):
         )
     with read_only(server.db_path) as db:
         assert db.execute("SELECT source FROM batch_runs").fetchall() == [("schedule",)]
+
+
+def _schedule_processes(db_path: Path) -> list[int]:
+    """The running ``rumble schedule`` processes of the database at ``db_path``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # ended meanwhile
+            continue
+        if b"schedule" in words and str(db_path).encode() in words:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_schedule_process_that_ends_is_started_again_and_ends_with_the_server(tmp_path):
+    demo = CliRunner().invoke(cli, ["demo", "--db", str(tmp_path / "rumble.db"), "--battles", "250"])
+    assert demo.exit_code == 0, demo.output
+    with live_server(tmp_path) as server:
+        deadline = time.monotonic() + RUN_WAIT_S
+        while not (running := _schedule_processes(server.db_path)):
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.2)
+        (first,) = running
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + RUN_WAIT_S
+        while not (others := [pid for pid in _schedule_processes(server.db_path) if pid != first]):
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.2)
+        (second,) = others
+        started = f"[{second}] INFO rumble.schedule.hourly: process {second} runs the batch rankings every"
+        while started not in server.output():
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.2)
+        assert f"ERROR rumble.server.kept_process: the batch schedule process {first} ended (exit status " in (
+            server.output()
+        )
+        assert server.get("/healthz").status_code == 200
+    assert _schedule_processes(server.db_path) == []
