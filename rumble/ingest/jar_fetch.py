@@ -18,7 +18,7 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import os
-import select
+import selectors
 import socket
 import ssl
 import threading
@@ -76,8 +76,9 @@ def _address(host: str, port: int, private_ok: bool, deadline: float, timeout: f
 
 def _lookup(host: str, port: int, within: float) -> list:
     """``socket.getaddrinfo``'s answer for ``host`` within ``within`` seconds (``TimeoutError``
-    otherwise), from a thread of its own (``LOOKUPS_AT_ONCE``). The wait is a ``select`` on a pipe the
-    thread writes to when done: a relative timeout, which gevent's patched ``select`` also keeps."""
+    otherwise), from a thread of its own (``LOOKUPS_AT_ONCE``). The wait is on a pipe the thread
+    writes to when done, through ``selectors`` (looked up at each call: under gevent's worker, which
+    patches it, only the request's greenlet waits), with a relative timeout."""
     if within <= 0:
         raise TimeoutError
     if not _lookups.acquire(blocking=False):
@@ -100,13 +101,15 @@ def _lookup(host: str, port: int, within: float) -> list:
 
     try:
         threading.Thread(target=look, name="rumble-jar-lookup", daemon=True).start()
-    except BaseException:
+    except RuntimeError:  # no thread to be had now
         _lookups.release()
         os.close(tell)
         os.close(told)
-        raise
+        raise JarRefused("the server cannot look up the jar URL's host now; try again in a minute") from None
     try:
-        ready, _, _ = select.select([told], [], [], within)
+        with selectors.DefaultSelector() as selector:
+            selector.register(told, selectors.EVENT_READ)
+            ready = selector.select(within)
     finally:
         os.close(told)
     if not ready:
