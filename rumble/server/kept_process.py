@@ -35,15 +35,9 @@ class KeptProcess:
         self.name, self._start = name, start
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self.restarts = 0
         self._process, self._started = start(), time.monotonic()
         self._thread = threading.Thread(target=self._watch, name=f"rumble-{name}-keeper", daemon=True)
         self._thread.start()
-
-    @property
-    def pid(self) -> int:
-        """The process id of the process running now (or of the one that last ended)."""
-        return self._process.pid
 
     def _watch(self) -> None:
         delay = FIRST_DELAY_SECONDS
@@ -76,7 +70,6 @@ class KeptProcess:
                     delay = min(2 * delay, RESTART_DELAY_MAX_SECONDS)
                     log.exception("the %s process could not be started; trying again in %g s", self.name, delay)
                     continue
-                self.restarts += 1
                 return True
         return False
 
