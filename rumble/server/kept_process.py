@@ -15,6 +15,7 @@ finds no child to wait for and reports it as ended (exit status 0), which is wha
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import threading
 import time
@@ -33,6 +34,7 @@ class KeptProcess:
 
     def __init__(self, name: str, start: Callable[[], subprocess.Popen]) -> None:
         self.name, self._start = name, start
+        self.owner = os.getpid()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._process, self._started = start(), time.monotonic()
@@ -74,7 +76,11 @@ class KeptProcess:
         return False
 
     def stop(self) -> None:
-        """End the process (SIGTERM, then SIGKILL after STOP_WAIT_SECONDS) and start no other."""
+        """End the process (SIGTERM, then SIGKILL after STOP_WAIT_SECONDS) and start no other; in
+        the process that started it only: a gunicorn worker, forked from it, leaves through the
+        same code, and must neither signal the process nor wait for a child that is not its own."""
+        if os.getpid() != self.owner:
+            return
         with self._lock:
             self._stopping.set()
             process = self._process

@@ -80,4 +80,8 @@ def test_a_schedule_process_that_ends_is_started_again_and_ends_with_the_server(
             server.output()
         )
         assert server.get("/healthz").status_code == 200
+    # Ended on its own after Ctrl-C, its workers and the schedule process stopped, not by the test's
+    # SIGKILL after STOP_TIMEOUT_S (a worker, forked from the master, once waited there for the
+    # schedule process as if it were its own).
+    assert server.process.returncode == 0, server.output()
     assert _schedule_processes(server.db_path) == []
