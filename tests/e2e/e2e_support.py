@@ -158,8 +158,16 @@ def live_server(
         try:
             _wait_until_up(server)
             yield server
-        finally:
+        except BaseException:
             _stop(process, stop_signal)
+            raise
+        # A server that needs the SIGKILL fails its test: a slow stop would otherwise go unseen (and
+        # cost every test STOP_TIMEOUT_S).
+        if not _stop(process, stop_signal):
+            raise AssertionError(
+                f"rumble serve did not end within {STOP_TIMEOUT_S} s of {signal.Signals(stop_signal).name}, "
+                f"so it was killed:\n{server.output()}"
+            )
 
 
 def _wait_until_up(server: LiveServer) -> None:
@@ -176,8 +184,9 @@ def _wait_until_up(server: LiveServer) -> None:
     raise AssertionError(f"rumble serve did not answer GET / within {START_TIMEOUT_S} s:\n{server.output()}")
 
 
-def _stop(process: subprocess.Popen, stop_signal: int) -> None:
-    """``stop_signal`` to the gunicorn master (it stops its workers); SIGKILL to its process group if it hangs."""
+def _stop(process: subprocess.Popen, stop_signal: int) -> bool:
+    """``stop_signal`` to the gunicorn master (it stops its workers); SIGKILL to its process group if
+    it hangs. False if it had to be killed so."""
     if process.poll() is None:
         process.send_signal(stop_signal)
         try:
@@ -185,6 +194,8 @@ def _stop(process: subprocess.Popen, stop_signal: int) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+            return False
+    return True
 
 
 def post_like_java(url: str, body: bytes) -> tuple[int, str, str]:
