@@ -134,14 +134,12 @@ def serve(db: str | None, host: str, port: int, workers: int, demo: bool) -> Non
 def _start_schedule(values: dict):
     """``rumble schedule`` for the database of ``values`` as a child process, started again should
     it end while the server runs (rumble.server.kept_process); None if BATCH_INTERVAL_MINUTES is 0."""
-    import subprocess
-
     from rumble.server.kept_process import KeptProcess
 
     if float(values["BATCH_INTERVAL_MINUTES"]) <= 0:
         return None
     command = [sys.executable, "-m", "rumble", "schedule", "--db", values["DB"], "--parent", str(os.getpid())]
-    return KeptProcess("batch schedule", lambda: subprocess.Popen(command))
+    return KeptProcess("batch schedule", lambda: os.posix_spawn(sys.executable, command, os.environ))
 
 
 @cli.command()

@@ -62,6 +62,7 @@ from functools import reduce
 from multiprocessing.connection import Client, Connection, wait
 from typing import Any, TypeVar
 
+from rumble.server.kept_process import RESTART_DELAY_MAX_SECONDS, STEADY_SECONDS, end, ended
 from rumble.store import CHECKPOINT_EVERY, Store, checkpoint, connect, keep_temporary_in_memory
 from rumble.store.group_commit import Work, apply_group, run_in_group
 
@@ -79,8 +80,6 @@ HUNG_SECONDS = 3.0  # a writer whose heartbeat stood still this long is hung: it
 STARTUP_SECONDS = 60.0  # ...and one not beating yet this long after its start (a new interpreter: about a second)
 CHECK_SECONDS = 0.5  # how often the supervisor looks at the heartbeat (a writer that ended is noticed at once)
 END_WAIT_SECONDS = 10.0  # the supervisor's longest wait for a writer it signalled to end
-STEADY_SECONDS = 10.0  # a writer that ends sooner than this after its start counts as one that failed to start
-RESTART_DELAY_MAX_SECONDS = 60.0  # after writers that failed to start one after another, the longest wait for the next
 PREFIX = "rumble-writer-"  # the socket directory's name, in the system's temporary directory
 STALE_SECONDS = 60.0  # a socket directory younger than this may be one whose writer is still starting
 BACKLOG = 4096  # connections waiting to be accepted (the kernel caps it at net.core.somaxconn): one per worker thread
@@ -299,7 +298,7 @@ class Supervisor:
             if silent is not None:
                 with contextlib.suppress(ProcessLookupError):
                     signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-            how = _end_of(self._pidfd)
+            how = ended(self._pidfd, END_WAIT_SECONDS)
             self._pidfd = None
             if silent is not None:
                 log.error("the writer process %d is hung (no heartbeat for %.1f s): killed it (%s)", old, silent, how)
@@ -332,30 +331,9 @@ class Supervisor:
         self._stopping.set()
         self._thread.join(2 * END_WAIT_SECONDS)
         if self._pidfd is not None:
-            with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(self._pidfd, signal.SIGTERM)
-            if not select.select([self._pidfd], [], [], END_WAIT_SECONDS)[0]:  # stopped (SIGSTOP): SIGTERM waits
-                with contextlib.suppress(ProcessLookupError):
-                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-            _end_of(self._pidfd)
+            end(self._pidfd)
             self._pidfd = None
         shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
-
-
-def _end_of(pidfd: int) -> str:
-    """Wait (END_WAIT_SECONDS at most) for the process of ``pidfd`` to end, collect it, close the
-    pidfd; say how it ended."""
-    how = "its end not seen"
-    if select.select([pidfd], [], [], END_WAIT_SECONDS)[0]:
-        how = "its status collected by gunicorn"  # gunicorn's arbiter collects every child that ends, maybe first
-        with contextlib.suppress(ChildProcessError):
-            ended = os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOHANG)
-            if ended is not None and ended.si_code == os.CLD_EXITED:
-                how = f"exit status {ended.si_status}"
-            elif ended is not None:
-                how = f"signal {ended.si_status}: {signal.strsignal(ended.si_status)}"
-    os.close(pidfd)
-    return how
 
 
 def remove_stale(root: str, now: float) -> list[str]:
