@@ -59,17 +59,18 @@ step() {  # step NAME COMMAND...: runs it, and notes its name if it failed
 step "ruff check" .venv/bin/ruff check rumble tests scripts
 step "ruff format --check" .venv/bin/ruff format --check rumble tests scripts
 step "mypy" .venv/bin/mypy
-# Two processes (pytest-xdist), each taking whole modules: the end-to-end tests spend much of their
-# time waiting on servers and the real client, so the whole run takes about half as long even on two
-# cores, and a module's fixtures are built once.
-parallel=(-n 2 --dist loadfile --no-loadscope-reorder)  # the collection order: tests/e2e/conftest.py puts the longest first
+# Several processes (pytest-xdist), each taking whole modules, so that a module's fixtures are built
+# once. The end-to-end tests spend most of their time waiting on servers and the real client: three
+# processes on two cores took 6 min 55 s where two took 8 min 24 s (a 2-core machine, one core kept
+# busy by stress-ng). The collection order: tests/e2e/conftest.py puts the longest modules first.
+parallel=(--dist loadfile --no-loadscope-reorder)
 # Each test runs once: the end-to-end tests on the machine's clock (they drive Java, Chromium and
 # nginx, which faketime's preloaded library would reach too), every other test with the clock 400
 # days ahead, so that one depending on today's date fails here, not on some later day.
-step "the end-to-end tests" .venv/bin/python -m pytest "${parallel[@]}" tests/e2e
+step "the end-to-end tests" .venv/bin/python -m pytest -n 3 "${parallel[@]}" tests/e2e
 if command -v faketime >/dev/null 2>&1; then
   step "the other tests, the clock 400 days ahead (faketime -f '+400d')" \
-    faketime -f '+400d' .venv/bin/python -m pytest -p no:cacheprovider --ignore=tests/e2e "${parallel[@]}"
+    faketime -f '+400d' .venv/bin/python -m pytest -p no:cacheprovider --ignore=tests/e2e -n 2 "${parallel[@]}"
 else
   if [ "${CI:-}" = true ]; then
     echo "scripts/test.sh: faketime is missing; CI must run the tests with the clock shifted" >&2
@@ -77,7 +78,7 @@ else
   else
     echo "scripts/test.sh: faketime is missing: the other tests run on today's clock" >&2
   fi
-  step "the other tests" .venv/bin/python -m pytest --ignore=tests/e2e "${parallel[@]}"
+  step "the other tests" .venv/bin/python -m pytest --ignore=tests/e2e -n 2 "${parallel[@]}"
 fi
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'scripts/test.sh: FAILED: %s\n' "${failed[@]}" >&2
