@@ -9,8 +9,8 @@
 # - Python packages: rumble and its test extra, into ./.venv (created if missing).
 #
 # Without arguments it checks the style (ruff's linter and formatter over rumble/, tests/ and
-# scripts/, then mypy over rumble/, as configured in pyproject.toml), runs the end-to-end tests,
-# then every other test with the clock 400 days ahead (faketime), each in two processes. Every step
+# scripts/, then mypy over rumble/, as configured in pyproject.toml), runs the end-to-end tests in
+# three processes, then every other test in two with the clock 400 days ahead (faketime). Every step
 # runs whatever the one before it gave; the exit status is 1 if any of them failed, and the last
 # lines say which. With arguments it runs pytest with them, once.
 set -euo pipefail

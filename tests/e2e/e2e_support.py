@@ -28,7 +28,9 @@ import requests
 from .nginx_support import free_address
 
 START_TIMEOUT_S = 60
-STOP_TIMEOUT_S = 15
+# Longer than gunicorn's graceful_timeout (30 s, as rumble serve sets it): a stop that gunicorn itself
+# bounds never reaches the test's SIGKILL, which is left for a server that hangs.
+STOP_TIMEOUT_S = 45
 # The headers Java's HttpURLConnection sends with the client's upload, in its order (protocol.md 2).
 JAVA_POST_HEADERS = (
     ("User-Agent", "Java/17.0.21.1"),
