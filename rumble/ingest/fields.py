@@ -155,12 +155,11 @@ def _catch_up(db: Store, rumble_id: int, copy: RumbleCopy, swapped: list[tuple[i
     for bot, active in rating_rows.participants(db, rumble_id, bots):
         field.set_active(bot, active)
     pairs = sorted({(a, b) for _, a, b in battles} | set(swapped or ()))
-    if swapped is not None:
-        for a, b in swapped:  # NaN, as a fresh load has it, unless the table still has the pairing
-            field.set_pairing(a, b, np.nan)
-            field.set_pairing(b, a, np.nan)
-    for bot, opponent, aps in rating_rows.pairing_aps(db, rumble_id, pairs):
-        field.set_pairing(bot, opponent, aps)
+    if swapped:  # NaN, as a fresh load has it, unless the table still has the pairing
+        firsts, seconds = [a for a, _ in swapped], [b for _, b in swapped]
+        field.set_pairings(firsts + seconds, seconds + firsts, [np.nan] * (2 * len(swapped)))
+    found = rating_rows.pairing_aps(db, rumble_id, pairs)
+    field.set_pairings([row[0] for row in found], [row[1] for row in found], [row[2] for row in found])
     rated = rating_rows.ratings_of(db, rumble_id, bots)
     for bot, ratings in rated.items():
         field.set_ratings(bot, ratings)

@@ -62,9 +62,19 @@ from rumble.store.rumbles import rumble_id as find_rumble_id
 
 CATCH_UP_ROUNDS = 6  # snapshots after the first replay; each replays what arrived during the last
 FEW_LEFT = 200  # battles left for the swap to replay under the lock (a few ms each)
-# A worker catches up on at most this many rewritten pairings under the write lock (one indexed read
-# each); after a bigger swap it reads the whole rumble again, outside the lock (rumble/ingest/fields.py).
+# After a swap, a worker catches up on the pairings it rewrote, under the write lock (rumble/ingest/fields.py:
+# about 6.5 us a pair, 0.47 s for 72,000), while they are at most WORKER_CATCH_UP_PAIRS or a
+# WORKER_CATCH_UP_SHARE of the rumble's pairs; beyond that it reads the whole rumble again, which costs
+# about as much whatever the swap rewrote (1.2 s for the 1,200-bot ladder's 719,400 pairs). The writer's
+# uploads wait for either.
 WORKER_CATCH_UP_PAIRS = 5_000
+WORKER_CATCH_UP_SHARE = 0.1
+
+
+def _catch_up_list(swapped: list[tuple[int, int]], pairs: int) -> list[tuple[int, int]] | None:
+    """What ``rating_rows.record_swap`` keeps of a swap's rewritten pairs, of a rumble of ``pairs``
+    pairs (each counted once): the list, or None when a whole reload costs less."""
+    return swapped if len(swapped) <= max(WORKER_CATCH_UP_PAIRS, WORKER_CATCH_UP_SHARE * pairs) else None
 
 
 class Conflict(RuntimeError):
@@ -325,9 +335,10 @@ def _swap(db: Store, job: Job, min_battles: int) -> None:
             last[a] = new.last_battle
     touched = {(a, b) for x, y in battle_log.pairs_after(db, rid, base.battle_id) for a, b in ((x, y), (y, x))}
     since = set(changed) | touched  # changed since the comparison: written only where the live row differs now
-    live = pairings.pairing_values(db, rid, sorted(since & state.keys() - base.differ))
-    write_keys = base.differ & state.keys() | {
-        (a, b) for a, b in since & state.keys() - base.differ if live.get((a, b)) != _values(state[a, b])
+    recheck = sorted(key for key in since if key in state and key not in base.differ)  # not a set of every pairing
+    live = pairings.pairing_values(db, rid, recheck)
+    write_keys = {key for key in base.differ if key in state} | {
+        (a, b) for a, b in recheck if live.get((a, b)) != _values(state[a, b])
     }
     drop_keys = (base.extra | since) - state.keys()
     held = priority_queue.held_pairs(db, rid)
@@ -360,9 +371,7 @@ def _swap(db: Store, job: Job, min_battles: int) -> None:
         job.written["melee rows"] = melee_battles.swap_shadow(db, rid)
     rating_rows.bump_generation(db, rid)
     swapped = sorted({(min(a, b), max(a, b)) for a, b in write_keys | drop_keys})
-    rating_rows.record_swap(
-        db, rid, rating_rows.generation(db, rid), swapped if len(swapped) <= WORKER_CATCH_UP_PAIRS else None
-    )
+    rating_rows.record_swap(db, rid, rating_rows.generation(db, rid), _catch_up_list(swapped, len(state) // 2))
     # This process's copy of the field (shared by its connections, rumble.ingest.fields) is now a generation
     # behind, as every worker's is: its next write catches it up on the pairings recorded here.
 
@@ -415,9 +424,7 @@ def _swap_arrays(db: Store, job: Job, base: ArrayBase, min_battles: int) -> None
     job.written = {"pairings": int(write_rows.sum()) + len(drop_keys), "bots": len(order)}
     rating_rows.bump_generation(db, rid)
     swapped = sorted(set(written) | {(min(a, b), max(a, b)) for a, b in drop_keys})
-    rating_rows.record_swap(
-        db, rid, rating_rows.generation(db, rid), swapped if len(swapped) <= WORKER_CATCH_UP_PAIRS else None
-    )
+    rating_rows.record_swap(db, rid, rating_rows.generation(db, rid), _catch_up_list(swapped, int(played.sum()) // 2))
 
 
 def _played_at(table: compiled_replay.Pairings, row_of: np.ndarray, a: int, b: int) -> bool:

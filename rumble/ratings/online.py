@@ -20,6 +20,7 @@ two agree bit for bit: same inputs, in the same order, through the same operatio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -143,6 +144,15 @@ class Field:
         i, j = self.add(bot), self.add(opponent)
         i = self.position[bot]  # adding the opponent may have moved the bot
         self.aps[i, j] = aps_percent / 100.0
+
+    def set_pairings(self, bots: Sequence[int], opponents: Sequence[int], aps_percent: Sequence[float]) -> None:
+        """``set_pairing`` for each (bot, opponent, APS) of the three sequences, in one array assignment
+        (a worker catching up on a maintenance swap sets up to a hundred thousand)."""
+        for bot in sorted({*bots, *opponents}):  # every position first: adding a bot may move the others
+            self.add(bot)
+        rows = np.array([self.position[bot] for bot in bots], dtype=np.int64)
+        columns = np.array([self.position[bot] for bot in opponents], dtype=np.int64)
+        self.aps[rows, columns] = np.asarray(aps_percent, dtype=float) / 100.0
 
     def ratings(self, bot: int) -> BotRatings:
         i = self.add(bot)

@@ -63,19 +63,20 @@ def _remove(client, name: str) -> str:
     return client.post("/RemoveOldParticipant", data=body).get_data(as_text=True)
 
 
-def _assert_worker_copy_equals_a_fresh_load(app) -> None:
+def _assert_worker_copy_equals_a_fresh_load(app, caught_up: bool = True) -> None:
     """The test client's connection stands for a worker: its copy of the field, one generation behind
-    after the swap, catches up on what the swap rewrote and must equal a copy read afresh."""
+    after the swap, catches up on what the swap rewrote (or, if ``caught_up`` is False, is read
+    again whole) and must equal a copy read afresh."""
     with app.app_context():
         db = get_db()
         rid = rumble_id(db, "roborumble")
         held = db.shared[("field", rid)]
         assert held.seen[2] + 1 == db.execute("SELECT generation FROM rumbles WHERE id = ?", (rid,)).fetchone()[0]
-        assert rating_rows.swap_after(db, rid, held.seen[2]) is not None  # caught up, not read again
+        assert (rating_rows.swap_after(db, rid, held.seen[2]) is not None) is caught_up
         with store.write(db):
             copy = fields.current(db, rid)
             fresh = fields.load(db, rid)
-        assert copy is held and copy.seen == fresh.seen
+        assert (copy is held) is caught_up and copy.seen == fresh.seen
         n = len(fresh.field.ids)
         assert copy.field.ids == fresh.field.ids
         assert np.array_equal(copy.field.active[:n], fresh.field.active[:n])
@@ -160,6 +161,34 @@ def test_a_rollback_computed_aside_moves_only_the_battles_that_matched_when_aske
     assert _tables(db) == _fresh_rebuild(db)
     (entry,) = db.execute("SELECT who, action, battles FROM audit_log").fetchall()
     assert entry == ("alice", "rollback", 30)
+    db.close()
+
+
+@pytest.mark.parametrize("share", [0.1, 1.0])
+def test_a_worker_catches_up_on_the_pairs_a_swap_rewrote_unless_they_are_a_large_share(
+    app, client, upload, monkeypatch, share
+):
+    """The swap records the pairs it rewrote for the workers to catch up on while they are at most
+    WORKER_CATCH_UP_SHARE of the rumble's pairs (here with no floor of a fixed number); beyond
+    that it records none, and a worker reads the rumble again. Either way its copy equals a fresh load."""
+    monkeypatch.setattr(swap, "WORKER_CATCH_UP_PAIRS", 0)
+    monkeypatch.setattr(swap, "WORKER_CATCH_UP_SHARE", share)
+    rng = random.Random(7)
+    now = now_ms()
+    _season(upload, rng, 80, now)
+    _season(upload, rng, 30, now - 1000, uploader="Mallory")
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    pairs = {tuple(sorted(p)) for p in db.execute("SELECT first_bot_id, second_bot_id FROM battles")}
+    rolled = {
+        tuple(sorted(p))
+        for p in db.execute("SELECT first_bot_id, second_bot_id FROM battles WHERE uploader = 'Mallory'")
+    }
+    assert 0.1 * len(pairs) < len(rolled) <= len(pairs)  # more than a tenth of the rumble's pairs change
+    outcome = jobs.change_battles(
+        db, "rollback", BattleFilter(uploader="Mallory"), jobs.newest_battle(db), 3, "alice", {"via": "test"}
+    )
+    assert outcome.moved == {"roborumble": 30}
+    _assert_worker_copy_equals_a_fresh_load(app, caught_up=share == 1.0)
     db.close()
 
 
