@@ -54,7 +54,7 @@ class Pairings:
         self.battles[:n, :n], self.means[:, :n, :n], self.last_ms[:n, :n] = battles, means, last_ms
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # the GIL released: the next run of the log is read meanwhile (rebuild.read_ahead)
 def replay_battles(
     aps: np.ndarray,
     active: np.ndarray,

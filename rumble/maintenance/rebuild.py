@@ -16,9 +16,11 @@ state. The result equals the online tables bit for bit.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from operator import itemgetter
+from typing import TypeVar
 
 import numpy as np
 
@@ -46,6 +48,8 @@ from rumble.store import (
 from rumble.store.rumbles import by_survival
 from rumble.store.rumbles import rumble_id as find_rumble_id
 
+T = TypeVar("T")
+
 PROGRESS_EVERY = 10_000
 # SQLite's page cache while a rebuild writes a rumble's tables, which also bounds the memory of its
 # sorts (uploader_sums.refill groups the whole log): at 5 M battles and 1,200 bots (1.4 M pairings)
@@ -53,6 +57,7 @@ PROGRESS_EVERY = 10_000
 # a fifth longer with SQLite's default 2 MB (scripts/bench_rebuild.py).
 WRITE_CACHE_KIB = 64 * 1024
 WRITE_BOTS = 100  # bots whose pairings a compiled rebuild turns into arrays and rows at once
+REPLAY_RUN = 50_000  # battles a compiled replay reads as arrays at once (read_ahead reads the next meanwhile)
 
 
 @dataclass
@@ -189,14 +194,7 @@ def advance_compiled(db: Store, replay: Replay, up_to: int, progress: Callable[[
     table = replay.arrays if replay.arrays is not None else compiled_replay.Pairings(len(field.ids) + 64)
     events = rating_rows.events_in_order(db, replay.rumble_id, replay.event_id)
     next_event = replayed = 0
-    for rows in battle_log.scored_battle_runs(db, replay.rumble_id, after=replay.battle_id, up_to=up_to):
-        ids = np.array([row[0] for row in rows], dtype=np.int64)
-        bots_of = np.array([row[1:3] for row in rows], dtype=np.int64)
-        numbers = np.array([row[3:7] for row in rows], dtype=np.int64)
-        ms = np.array([row[7] for row in rows], dtype="datetime64[ms]").astype(np.int64)
-        shares = numbers[:, 2:4] if replay.survival else numbers[:, 0:2]  # battle_shares: twinduel counts rounds won
-        firsts = np.ascontiguousarray(numbers[:, 2:4])
-        shares = np.ascontiguousarray(shares)
+    for ids, bots_of, shares, firsts, ms in read_ahead(_runs(db, replay, up_to)):
         for bot in np.unique(bots_of).tolist():  # every bot of the run in the field first: positions move as bots join
             field.add(bot)
         rows_of = table.rows_of(bots_of.ravel()).reshape(-1, 2)
@@ -238,6 +236,30 @@ def advance_compiled(db: Store, replay: Replay, up_to: int, progress: Callable[[
     replay.battle_id = max(replay.battle_id, up_to)
     replay.replayed += replayed
     return replayed
+
+
+def _runs(db: Store, replay: Replay, up_to: int) -> Iterator[tuple[np.ndarray, ...]]:
+    """The log's battles after ``replay.battle_id`` up to ``up_to`` as arrays, a run at a time: ids,
+    both bots, what each one's battle percentage is computed from, firsts, receive times in ms."""
+    for rows in battle_log.scored_battle_runs(db, replay.rumble_id, replay.battle_id, up_to, REPLAY_RUN):
+        ids = np.array([row[0] for row in rows], dtype=np.int64)
+        bots_of = np.array([row[1:3] for row in rows], dtype=np.int64)
+        numbers = np.array([row[3:7] for row in rows], dtype=np.int64)
+        ms = np.array([row[7] for row in rows], dtype="datetime64[ms]").astype(np.int64)
+        shares = numbers[:, 2:4] if replay.survival else numbers[:, 0:2]  # battle_shares: twinduel counts rounds won
+        yield ids, bots_of, np.ascontiguousarray(shares), np.ascontiguousarray(numbers[:, 2:4]), ms
+
+
+def read_ahead(items: Iterator[T]) -> Iterator[T]:
+    """``items``, each next one made in a thread while the caller works on the one it has: the
+    compiled replay releases the GIL, so the log's next run is read and turned into arrays on the
+    other core (a twelfth of a 1v1 replay's time, scripts/bench_rebuild.py). The connection is
+    used from one thread at a time: the caller makes no query while it holds an item."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="read-ahead") as pool:
+        following = pool.submit(next, items, None)
+        while (item := following.result()) is not None:
+            following = pool.submit(next, items, None)
+            yield item
 
 
 def advance_any(db: Store, replay: Replay, up_to: int, progress: Callable[[int], None] | None = None) -> int:

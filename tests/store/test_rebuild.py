@@ -191,8 +191,10 @@ def _replayed(db, game: str, compiled: bool) -> tuple[dict, list, list, list, li
 def test_compiled_replay_equals_the_python_replay_and_online_bit_for_bit(app, client, upload, seed, monkeypatch):
     """The compiled replay (rumble.maintenance.compiled_replay) against the battle-by-battle Python replay and the
     online tables, every stored value compared with ==, on 1v1 rumbles with retirements, revivals,
-    restorations and a rumble scored by survival (twin duel); its tables written a few bots at a time."""
+    restorations and a rumble scored by survival (twin duel); its tables written a few bots at a time,
+    its log read a few battles at a time (each next run read in a thread meanwhile)."""
     monkeypatch.setattr(rebuild, "WRITE_BOTS", 5)  # 12 bots: blocks of 5, 5 and 2
+    monkeypatch.setattr(rebuild, "REPLAY_RUN", 7)  # the log read ahead in many runs, events between them
     _session_with_events(app, client, upload, random.Random(seed))
     db = store.connect(app.config["RUMBLE"]["DB"])
     events = db.execute("SELECT count(*), sum(active) FROM participant_events").fetchone()
