@@ -469,7 +469,16 @@ def _summaries(p: _Played, live_ids: np.ndarray) -> list[tuple[int, scores.Total
 
 def times_as_stored(ms: np.ndarray) -> list[str]:
     """Times in ms since 1970 as the store writes them, "YYYY-MM-DD HH:MM:SS.mmm"."""
-    return [f"{t[:10]} {t[11:]}" for t in np.datetime_as_string(ms.astype("datetime64[ms]"), unit="ms").tolist()]
+    return time_texts(ms).tolist()
+
+
+def time_texts(ms: np.ndarray) -> np.ndarray:
+    """``times_as_stored`` as a NumPy array of strings: numpy's ISO text with the T between date and
+    time made a space in place (a third of the time of a Python string operation each)."""
+    texts = np.datetime_as_string(ms.astype("datetime64[ms]"), unit="ms")
+    if len(texts):
+        texts.view(np.uint32).reshape(len(texts), -1)[:, 10] = ord(" ")  # one UCS-4 code point a character
+    return texts
 
 
 def _replace_tables(

@@ -234,6 +234,7 @@ def _advance(db: Store, job: Job, progress: Callable[[int], None] | None) -> int
 
 
 COMPARE_ROWS = 100_000  # live pairings compared with a compiled replay's arrays at once
+TIME_TEXT = "U24"  # a stored time's 23 characters and one more: a longer text, cut there, stays different
 
 
 def _compare_arrays(db: Store, replay: rebuild.Replay, table: compiled_replay.Pairings) -> ArrayBase:
@@ -245,19 +246,19 @@ def _compare_arrays(db: Store, replay: rebuild.Replay, table: compiled_replay.Pa
     extra: set[tuple[int, int]] = set()
     live = pairings.rumble_pairings(db, replay.rumble_id)
     while rows := live.fetchmany(COMPARE_ROWS):
-        a, b, n, aps, aps_m2, survival = (np.array(column, dtype=float) for column in list(zip(*rows))[:6])
+        a, b, n, aps, aps_m2, survival = np.array([row[:6] for row in rows], dtype=float).T
         r, s = _rows_at(row_of, a.astype(np.int64)), _rows_at(row_of, b.astype(np.int64))
         known = (r >= 0) & (s >= 0)
         known[known] = played[r[known], s[known]]
-        extra.update((int(x), int(y)) for x, y in zip(a[~known], b[~known]))
+        extra.update(zip(a[~known].astype(np.int64).tolist(), b[~known].astype(np.int64).tolist()))
         r, s = r[known], s[known]
-        last = np.array([row[6] for row in rows], dtype=object)[known]
+        last = np.array([row[6] for row in rows], dtype=TIME_TEXT)
         same = (
             (n[known] == table.battles[r, s])
             & (aps[known] == table.means[0, r, s])
             & (aps_m2[known] == table.means[1, r, s])
             & (survival[known] == table.means[2, r, s])
-            & (last == np.array(rebuild.times_as_stored(table.last_ms[r, s]), dtype=object))
+            & (last[known] == rebuild.time_texts(table.last_ms[r, s]))
         )
         seen[r, s] = True
         differ[r, s] = ~same

@@ -192,6 +192,26 @@ def test_a_worker_catches_up_on_the_pairs_a_swap_rewrote_unless_they_are_a_large
     db.close()
 
 
+def test_a_rebuild_rewrites_a_pairing_whose_time_is_the_same_instant_in_another_text(app, upload):
+    """The comparison with the live tables (``swap._compare_arrays``) compares each pairing's time as
+    text: one stored in another form than "YYYY-MM-DD HH:MM:SS.mmm" (a T, microseconds, no fraction)
+    is rewritten, as a fresh rebuild writes it."""
+    _season(upload, random.Random(5), 40, now_ms())
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    fresh = _fresh_rebuild(db)
+    keys = db.execute("SELECT bot_id, opponent_id FROM pairings ORDER BY bot_id, opponent_id LIMIT 3").fetchall()
+    changes = ("replace(last_battle, ' ', 'T')", "last_battle || '000'", "substr(last_battle, 1, 19)")
+    with store.write(db):
+        for (a, b), change in zip(keys, changes):
+            db.execute(f"UPDATE pairings SET last_battle = {change} WHERE bot_id = ? AND opponent_id = ?", (a, b))
+    assert _tables(db) != fresh
+    with swap.one_at_a_time(db):
+        job = swap.recompute(db, "roborumble", ROUNDS, 3)
+    assert job.written["pairings"] == 3
+    assert _tables(db) == fresh
+    db.close()
+
+
 def test_a_restore_or_a_blocking_rebuild_meanwhile_stops_it_with_nothing_written(app, client, upload):
     _season(upload, random.Random(4), 40, now_ms())
     db = store.connect(app.config["RUMBLE"]["DB"])
