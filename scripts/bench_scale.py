@@ -332,7 +332,7 @@ def table(results: dict[int, dict]) -> None:
     row("rebuild peak MB", [results[s]["rebuild_mb"] for s in sizes], ",.0f")
     row("rumble rebuild command battles/s", [results[s]["command_per_s"] for s in sizes], ",.0f")
     row(
-        "rumble rebuild command / reading the log",
+        "rumble rebuild / reading the log",
         [results[s]["command_per_s"] / results[s]["read_per_s"] for s in sizes],
         ".3f",
     )
