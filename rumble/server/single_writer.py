@@ -1,53 +1,40 @@
 """One writer process for a server's uploads: the workers send it their write transactions'
-work; it applies them in groups, in one transaction per group (rumble.store.group_commit), and
+work; it applies them in groups, one transaction per group (rumble.store.group_commit), and
 answers each once its group is committed.
 
 Why a process of its own: every upload needs the database's write lock, so the uploads of all
-workers are applied one after the other whatever the number of workers. Here the locked work runs
-in a process that does nothing else, on one core, while the workers do the HTTP work on the
-other, and a group gathers the waiting uploads of every worker. It also keeps the one in-memory
-ratings copy (rumble.ingest.fields) that uploads use, so no copy has to be caught up with another
-worker's battles.
+workers are applied one after another whatever the number of workers. Here the locked work runs
+in a process that does nothing else, while the workers do the HTTP work, and a group gathers the
+waiting uploads of every worker. It also keeps the one in-memory ratings copy uploads use
+(rumble.ingest.fields), so no copy has to catch up with another worker's battles.
 
-``rumble serve`` starts it (``Supervisor``, through ``start``) before its workers; each worker
-reaches it through a ``Writer`` (``rumble.web.client`` uses it when the app has one). A work is a
-picklable callable of the connection (a module-level function, maybe in a ``functools.partial``),
-sent with a ``prepare`` callable run outside the write lock first, over the standard library's
-``multiprocessing.connection`` (messages of pickles on a Unix socket); the answer is the work's
-result or the exception it raised. The socket lives in a directory only this user can
-enter, and only the server's own processes connect to it, so what comes through it is trusted like
-the server's own code. Should the process be gone (it ends with the server, or if it crashed), a
-worker applies its uploads itself as before (``run_in_group``): uploads keep flowing, only slower.
+A work is a picklable callable of the connection (a module-level function, maybe in a
+``functools.partial``), sent with a ``prepare`` callable run before the write lock, over the
+standard library's ``multiprocessing.connection`` on a Unix socket in a directory only this user
+can enter: only the server's own processes connect, so what comes through it is trusted like the
+server's own code. The answer is the work's result or the exception it raised.
 
-A writer that ended or hung is replaced while the server runs (``Supervisor``, a thread of the
-process that started it). Hung means its heartbeat (``Pulse``) stood still for HUNG_SECONDS: a
-thread of the writer beats every BEAT_SECONDS while its loop turns, and also while the loop is
-inside a group, which may wait as long as another process holds the write lock (a maintenance
-swap, an admin action): waiting for the lock is not hanging, and a new writer would only wait
-for the same lock. (So a group that never ends is not taken as hung either: its uploads are
-answered with a server error after ANSWER_TIMEOUT_SECONDS.) A stopped process (SIGSTOP) beats
-no more, since all its threads stop. A hung
-writer is killed (SIGKILL): its unfinished transaction rolls back and its write lock is released,
-so nothing it did not answer is committed, except what it committed just before it stopped. Its
-workers see its connections close, and each request they sent and had no answer to is applied by
-the worker itself; an upload the writer had committed is then recognised as a repeat (below), so
-none is stored twice. The next writer listens on the same path, where the workers find it.
+Should the writer be gone, a worker applies its uploads itself (``run_in_group``): slower, but they
+keep flowing. A writer that ended or hung is replaced (``Supervisor``). Hung means its heartbeat
+(``Pulse``) stood still for HUNG_SECONDS: a thread of the writer beats while its loop turns, and
+while it is inside a group, which may wait as long as another process holds the write lock
+(waiting for the lock is not hanging). A killed writer's unfinished transaction rolls back; the
+workers apply what they had sent it and got no answer to, and one it committed just before it
+stopped is then recognised as a repeat (``Writer``), never stored twice.
 
-Writes other than uploads (admin actions, RemoveOldParticipant, the scheduled runs, the CLI) still
-take the write lock themselves: the writer holds it only while it applies a group.
+Writes other than uploads (admin actions, RemoveOldParticipant, the scheduled runs, the CLI) take
+the write lock themselves: the writer holds it only while it applies a group.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import logging
 import mmap
 import os
 import pickle
 import resource
-import select
 import selectors
 import shutil
 import signal
@@ -58,34 +45,31 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import reduce
 from multiprocessing.connection import Client, Connection, wait
 from typing import Any, TypeVar
 
-from rumble.server.kept_process import RESTART_DELAY_MAX_SECONDS, STEADY_SECONDS, end, ended
+from rumble.server.kept_process import KeptProcess
 from rumble.store import CHECKPOINT_EVERY, Store, checkpoint, connect, keep_temporary_in_memory
 from rumble.store.group_commit import Work, apply_group, run_in_group
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-# The longest a worker waits for the writer's answer to a request: the client gives up after 10 s
-# (its read timeout), so a later answer reaches nobody, while a server error before then tells the
-# client to send the upload again. A hung writer is killed sooner (HUNG_SECONDS) and one that ended
-# is noticed at once, so this bounds only a writer waiting for a write lock another process holds.
+# The longest a worker waits for the writer's answer: the client gives up after 10 s (its read
+# timeout), while a server error before then tells it to send the upload again. A hung writer is
+# killed sooner and one that ended is noticed at once, so this bounds a writer waiting for a write
+# lock another process holds.
 ANSWER_TIMEOUT_SECONDS = 9.0
 TURN_SECONDS = 0.25  # the writer's loop turns at least this often, idle or not (and looks whether the server is there)
 BEAT_SECONDS = 0.5  # how often the writer's heartbeat thread looks at its loop, and beats if it made progress
 HUNG_SECONDS = 3.0  # a writer whose heartbeat stood still this long is hung: it is killed and replaced
 STARTUP_SECONDS = 60.0  # ...and one not beating yet this long after its start (a new interpreter: about a second)
-CHECK_SECONDS = 0.5  # how often the supervisor looks at the heartbeat (a writer that ended is noticed at once)
-END_WAIT_SECONDS = 10.0  # the supervisor's longest wait for a writer it signalled to end
 PREFIX = "rumble-writer-"  # the socket directory's name, in the system's temporary directory
 STALE_SECONDS = 60.0  # a socket directory younger than this may be one whose writer is still starting
 BACKLOG = 4096  # connections waiting to be accepted (the kernel caps it at net.core.somaxconn): one per worker thread
-# After the writer could not be reached, a worker applies uploads itself this long, then tries again
-# (the supervisor has usually put a new writer in its place by then).
-RETRY_SECONDS = 2.0
+RETRY_SECONDS = (
+    2.0  # after the writer could not be reached, a worker applies uploads itself this long, then tries again
+)
 
 
 @dataclass(frozen=True)
@@ -107,38 +91,34 @@ def start(
 ) -> Started:
     """Start the writer process for the database at ``db_path``; it ends when this process does.
     ``ready(connection)``, a module-level function, runs in it before it takes uploads (reading the
-    ratings copies). It listens on a new socket in a new directory, or at ``path``, an earlier
-    writer's (that writer has ended), and beats ``pulse`` (``Supervisor`` watches it).
+    ratings copies). It listens at ``path`` (an earlier writer's, which has ended) or on a new
+    socket in a new directory, and beats ``pulse``.
 
-    The writer is a new interpreter (``posix_spawn``), not a fork of this process: the supervisor
-    starts writers from a thread, and a process forked while another thread holds a lock (a
-    buffered stream's, SQLite's) keeps it held for ever. It gets the listening socket and the
-    pulse's memory as open files; the socket is made here, so that uploads sent while the writer
-    starts wait for it (a gunicorn worker forked at this very moment keeps a copy: it keeps this
-    path connectable after this writer ends, only until the supervisor puts the next one there)."""
+    The writer is a new interpreter (``posix_spawn``), not a fork: writers are started from a
+    thread, and a process forked while another thread holds a lock keeps it held for ever. It gets
+    the listening socket, made here so that uploads sent while it starts wait for it, and the
+    pulse's memory as open files."""
     if path is None:
         directory = tempfile.mkdtemp(prefix=PREFIX)  # mode 0700: only this user can reach the socket
-        remove_stale(os.path.dirname(directory), os.stat(directory).st_mtime)
         path = os.path.join(directory, "writer.sock")
     pulse = pulse or Pulse()
-    with _listen(path) as listener:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(path)
+        listener.listen(BACKLOG)
         listener.set_inheritable(True)
         # It imports what this process imports, from where this one does (as multiprocessing's
-        # spawn does): a work is pickled by reference to its module.
-        command = (
-            "import json, sys; sys.path[:] = json.loads(sys.argv.pop(1)); "
-            "import rumble.server.single_writer as writer; writer.main()"
-        )
-        arguments = [json.dumps(sys.path), db_path, synchronous, str(os.getpid()), _name_of(ready)]
+        # spawn does): a work, and ``ready``, are pickled by reference to their module.
+        command = "import json, sys; sys.path[:] = json.loads(sys.argv.pop(1)); import rumble.server.single_writer as w; w.main()"
+        arguments = [json.dumps(sys.path), db_path, synchronous, str(os.getpid()), pickle.dumps(ready).hex()]
         arguments += [str(listener.fileno()), str(pulse.fd)]
         pid = os.posix_spawn(sys.executable, [sys.executable, "-c", command, *arguments], os.environ)
     return Started(pid, os.getpid(), path)
 
 
 def main() -> None:
-    """The writer process, as ``start`` runs it: its arguments are the database, its synchronous
-    setting, the process that started it, ``ready``'s name, and the listening socket's and the
-    pulse's open files."""
+    """The writer process, as ``start`` runs it."""
     db_path, synchronous, parent, ready, listening, beating = sys.argv[1:]
     handler = logging.StreamHandler()  # its log lines as the server's (rumble.cli)
     handler.setFormatter(logging.Formatter("%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s"))
@@ -147,7 +127,7 @@ def main() -> None:
     listener = socket.socket(fileno=int(listening))
     code = 0
     try:
-        _serve(listener, db_path, synchronous, int(parent), _named(ready), Pulse(int(beating)))
+        _serve(listener, db_path, synchronous, int(parent), pickle.loads(bytes.fromhex(ready)), Pulse(int(beating)))
     except BaseException:
         log.exception("the writer process failed; the workers apply uploads themselves")
         code = 1
@@ -157,43 +137,11 @@ def main() -> None:
         os._exit(code)  # its daemon threads are not waited for
 
 
-def _name_of(function: Callable[[Store], None] | None) -> str:
-    """``module:qualified name`` of a module-level function, for a new interpreter to import ("" for None)."""
-    if function is None:
-        return ""
-    name = f"{function.__module__}:{function.__qualname__}"
-    if _named(name) is not function:
-        raise ValueError(f"{function!r} is not a module-level function")
-    return name
-
-
-def _named(name: str) -> Callable[[Store], None] | None:
-    if not name:
-        return None
-    module, qualified = name.split(":")
-    function: Any = reduce(getattr, qualified.split("."), importlib.import_module(module))
-    return function
-
-
-def _listen(path: str) -> socket.socket:
-    """A socket listening at ``path`` (in place of an earlier writer's, which has ended)."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(BACKLOG)
-    return listener
-
-
 class Pulse:
     """The writer's heartbeat and figures, in memory the server's processes share: a memfd, mapped
-    here and, from the open file ``start`` passes, in the writer (``fd`` opens an existing one);
-    gunicorn's workers, forked after it was made, share the mapping too and read the figures for
-    /healthz and /metrics (``state``).
-
-    Each slot has one writing thread: the writer's heartbeat thread the beats and when it last beat,
-    the writer's loop its groups, the supervisor the restarts (one writer at a time: the supervisor
-    starts the next once this one is gone)."""
+    here and in the writer (``fd``, the open file ``start`` passes); gunicorn's workers, forked
+    after it was made, read the figures for /healthz and /metrics (``state``). Each slot has one
+    writing thread: the writer's heartbeat thread, its loop, or the supervisor's (the restarts)."""
 
     SLOTS = ("count", "beat_ns", "restarts", "groups", "requests", "queue")
 
@@ -241,99 +189,33 @@ class Pulse:
         }
 
 
-class Supervisor:
-    """Keeps a writer process serving at one socket path for as long as the server runs (``rumble
-    serve`` makes one before gunicorn's workers; they reach it at ``path``).
-
-    A thread of this process watches the writer through a pidfd (readable once it has ended, and a
-    handle no other process can take over, unlike its pid: gunicorn's arbiter collects every child
-    that ends) and through its ``Pulse``. A writer that ended is replaced at once; one whose pulse
-    stood still for HUNG_SECONDS (STARTUP_SECONDS before its first beat, which comes once its
-    interpreter has started) is killed first (SIGKILL: a stopped process ends only so). The
-    thread holds no lock a process forked meanwhile (a gunicorn worker) could need: it waits in
-    ``select``, and the locks of logging, which it shares, are made anew in a forked process
-    (``logging`` registers that with ``os.register_at_fork``). Writers that fail to start one after
-    another are started again after a delay that doubles, up to RESTART_DELAY_MAX_SECONDS."""
+class Supervisor(KeptProcess):
+    """The writer process of a server, kept serving at one socket path (``path``, in a new
+    directory only this user can enter) for as long as the server runs, replaced should it end or
+    hang (rumble.server.kept_process: its heartbeat is the ``Pulse``). ``rumble serve`` makes one
+    before gunicorn's workers, which reach it at ``path``."""
 
     def __init__(self, db_path: str, synchronous: str, ready: Callable[[Store], None] | None = None) -> None:
-        self._args = (db_path, synchronous, ready)
         self.pulse = Pulse()
-        self.started = start(db_path, synchronous, ready, pulse=self.pulse)
-        self.path, self.owner = self.started.path, self.started.owner
-        self._pidfd: int | None = os.pidfd_open(self.started.pid)
-        self._since = time.monotonic()  # when the current writer started
-        self._failed_starts = 0
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="rumble-writer-supervisor", daemon=True)
-        self._thread.start()
+        directory = tempfile.mkdtemp(prefix=PREFIX)  # mode 0700
+        remove_stale(os.path.dirname(directory), os.stat(directory).st_mtime)
+        self.path = os.path.join(directory, "writer.sock")
+        self._args = (db_path, synchronous, ready)
+        self._launched = False
+        super().__init__("writer", self._launch, lambda: self.pulse.count, HUNG_SECONDS, STARTUP_SECONDS)
 
-    def _watch(self) -> None:
-        first = seen = self.pulse.count  # (the count when the writer started, and when last seen to move)
-        moved = looked = time.monotonic()
-        while not self._stopping.is_set():
-            ended = self._pidfd is None or bool(select.select([self._pidfd], [], [], CHECK_SECONDS)[0])
-            if self._stopping.is_set():
-                return
-            now = time.monotonic()
-            # A look much later than due (this process got no CPU, or the machine was suspended) says
-            # nothing against the writer, which may not have had the CPU to beat either.
-            if self.pulse.count != seen or now - looked > CHECK_SECONDS + HUNG_SECONDS / 2:
-                seen, moved = self.pulse.count, now
-            looked = now
-            limit = HUNG_SECONDS if seen != first else STARTUP_SECONDS  # its first beat comes after its imports
-            if ended:
-                self._replace(None)
-            elif now - moved > limit:
-                self._replace(now - moved)
-            else:
-                continue
-            first = seen = self.pulse.count
-            moved = time.monotonic()
-
-    def _replace(self, silent: float | None) -> None:
-        """Start a writer in place of the one that ended, or (``silent``: its pulse stood still that
-        many seconds) of the hung one, which is killed first."""
-        old = self.started.pid
-        if self._pidfd is not None:
-            if silent is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-            how = ended(self._pidfd, END_WAIT_SECONDS)
-            self._pidfd = None
-            if silent is not None:
-                log.error("the writer process %d is hung (no heartbeat for %.1f s): killed it (%s)", old, silent, how)
-            else:
-                log.error("the writer process %d ended (%s)", old, how)
-        short = time.monotonic() - self._since < STEADY_SECONDS and silent is None
-        self._failed_starts = self._failed_starts + 1 if short else 0
-        if self._failed_starts > 1:  # the first quick end is started again at once
-            delay = min(2.0 ** (self._failed_starts - 2), RESTART_DELAY_MAX_SECONDS)
-            log.error(
-                "the writer process failed to start %d times in a row; next try in %g s", self._failed_starts, delay
-            )
-            if self._stopping.wait(delay):
-                return
-        self._since = time.monotonic()
-        try:
-            self.started = start(*self._args, path=self.path, pulse=self.pulse)
-            self._pidfd = os.pidfd_open(self.started.pid)
-        except Exception:  # no socket or process could be made, or the new writer ended already: next turn
-            log.exception("could not start a writer process in place of %d", old)
-            return
-        self.pulse.restarted()
-        log.warning("started writer process %d in place of %d", self.started.pid, old)
+    def _launch(self) -> int:
+        pid = start(*self._args, path=self.path, pulse=self.pulse).pid
+        if self._launched:
+            self.pulse.restarted()
+        self._launched = True
+        return pid
 
     def stop(self) -> None:
-        """Stop watching, end the writer process and remove its socket's directory (in the process
-        that started them only: a gunicorn worker, forked from it, leaves through the same code)."""
-        if os.getpid() != self.owner:
-            return
-        self._stopping.set()
-        self._thread.join(2 * END_WAIT_SECONDS)
-        if self._pidfd is not None:
-            end(self._pidfd)
-            self._pidfd = None
-        shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
+        """End the writer process and remove its socket's directory (in the process that started it only)."""
+        if os.getpid() == self.owner:
+            super().stop()
+            shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
 
 
 def remove_stale(root: str, now: float) -> list[str]:
@@ -366,24 +248,6 @@ def remove_stale(root: str, now: float) -> list[str]:
     return removed
 
 
-def stop(started: Started) -> None:
-    """End the writer process and remove its socket's directory (in the process that started it
-    only: a gunicorn worker, forked from it, leaves through the same code)."""
-    if os.getpid() != started.owner:
-        return
-    try:
-        # Still this process's child (running, or ended but not collected): its pid cannot have been
-        # reused. Already collected (gunicorn collects every child that ends): nothing to signal.
-        ended, _ = os.waitpid(started.pid, os.WNOHANG)
-    except ChildProcessError:
-        ended = started.pid
-    if ended == 0:
-        os.kill(started.pid, signal.SIGTERM)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(started.pid, 0)
-    shutil.rmtree(os.path.dirname(started.path), ignore_errors=True)
-
-
 # --- the writer process ----------------------------------------------------------------------
 
 
@@ -397,9 +261,8 @@ def _serve(
 ) -> None:
     """The writer's loop: take the requests waiting on every worker's connections, apply them as
     one group, answer each; end when the server that started it is gone."""
-    # Ctrl-C, a terminal's hangup and gunicorn's own signals (reload, reopen logs, add or remove
-    # workers: sent to the whole group by some tools) are the server's business; this process ends
-    # with the server (or on SIGTERM, from ``stop``).
+    # Ctrl-C, a hangup and gunicorn's own signals, sent to the whole group by some tools, are the
+    # server's business: this process ends with the server (or on SIGTERM, from its supervisor).
     for name in ("SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGWINCH", "SIGTTIN", "SIGTTOU"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)
     _raise_file_limit()  # one connection per upload a worker has under way
@@ -415,9 +278,7 @@ def _serve(
         ready(db)
     checkpoints = _Checkpoints(db_path, synchronous)
     listener.setblocking(False)
-    # One selector for the loop's life: each connection is registered once, when accepted (a
-    # selector made anew each turn, as multiprocessing.connection.wait makes one, registers them all
-    # at every turn).
+    # One selector for the loop's life, each connection registered once (``wait`` would register them all each turn).
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)  # (its data None; a connection's is the connection)
 
@@ -476,16 +337,14 @@ def _accept(listener: socket.socket) -> list[Connection]:
 
 @dataclass
 class _Progress:
-    """How far the writer's loop has come: its turns, and whether it is inside a step that may wait
-    on another process (starting, or applying a group)."""
+    """The writer loop's turns, and whether it is in a step that may wait on another process (starting, a group)."""
 
     turns: int = 0
     busy: bool = False
 
 
 def _heartbeat(pulse: Pulse, progress: _Progress) -> None:
-    """In a thread of the writer: every BEAT_SECONDS, a beat if the loop turned since the last look
-    or is inside a step that may wait (waiting for the write lock is not hanging: the module says why)."""
+    """In a thread of the writer: every BEAT_SECONDS, a beat if the loop turned since the last look or is in a step that may wait."""
     seen = -1
     while True:
         time.sleep(BEAT_SECONDS)
@@ -579,38 +438,25 @@ class _Checkpoints:
 
 
 def yield_cpu_to_writer() -> None:
-    """Let the writer have the CPU before this worker when both want it (call before the worker's
-    threads start: they inherit it).
-
-    The writer is the one stage every upload passes through one at a time; the workers' stages run
-    side by side. On Linux a worker runs under ``SCHED_BATCH``: a worker thread that is woken (a
-    client's request, the writer's answer) does not preempt the running writer, it runs at the next
-    scheduling point. No privilege is needed. In scripts/bench_upload.py's living scenario it took
-    about a tenth more uploads per second (runs with and without, alternating).
-
-    The worker keeps its nice value: on Linux 6.18's scheduler (EEVDF) a niced worker waits longer
-    for a core (it holds the uploads of its connections) than the writer gains. In 6 alternating 8 s
-    rounds of the living scenario, nice 0 gave a median of 2,461 uploads/s against 2,366 with nice 5
-    and 2,420 with nice 2."""
+    """Let the writer, the one stage every upload passes through one at a time, have the CPU before
+    this worker when both want it (call before the worker's threads start: they inherit it). Under
+    Linux's ``SCHED_BATCH`` a woken worker thread does not preempt the running writer; no privilege
+    is needed. The worker keeps its nice value: a niced worker waits longer for a core, holding the
+    uploads of its connections, than the writer gains (the README has the figures of both)."""
     if hasattr(os, "sched_setscheduler"):
         with contextlib.suppress(OSError):  # refused (a sandbox): the same work, only scheduled as before
             os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
 
 
 class Writer:
-    """A worker's way to the writer process: ``multiprocessing.connection`` connections on its Unix
-    socket, one per upload under way, kept for the next once answered.
+    """A worker's way to the writer process: connections on its socket, one per upload under way,
+    kept for the next once answered.
 
-    A request the writer was sent and never answered because it ended (its connection closed:
-    killed as hung by the supervisor, or crashed) is applied by the worker itself. That is safe for
-    the works sent here, uploads: the writer may have committed it just before it ended, but the
-    battle log's unique index on a result's identity (``battles_identity``: rumble, client time,
-    uploader, both bots and their figures; migrations/0001_battle_log.sql) makes the second insert
-    (it ignores a conflict: rumble.store.battle_log.append_battle) store nothing, and
-    rumble.ingest.apply.apply_battle then changes nothing else: the upload is answered as a repeat.
-
-    The wait for an answer goes through ``selectors`` (looked up at each call), so that under
-    gunicorn's gevent worker, which patches that module, it suspends only the request's greenlet."""
+    A request the writer never answered because it ended (killed as hung, or crashed) is applied by
+    the worker itself. That is safe for uploads: should the writer have committed it just before it
+    ended, the battle log's unique index on a result's identity (``battles_identity``) makes the
+    second insert store nothing, and the upload is answered as a repeat. The wait for an answer goes
+    through ``selectors``, which gevent patches: it suspends only the request's greenlet."""
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -136,12 +136,12 @@ class _Recorded:
 def through_writer(app, monkeypatch):
     """The app with a writer process, as under `rumble serve`; this process can no longer parse an
     upload (the writer, forked before, still can), so what it accepts or refuses the writer decided."""
-    started = single_writer.start(app.config["RUMBLE"]["DB"], "NORMAL")
-    recorded = app.extensions["rumble.writer"] = _Recorded(single_writer.Writer(started.path))
+    supervisor = single_writer.Supervisor(app.config["RUMBLE"]["DB"], "NORMAL")
+    recorded = app.extensions["rumble.writer"] = _Recorded(single_writer.Writer(supervisor.path))
     monkeypatch.setattr(decide_module, "parse_upload", _not_here)
     yield recorded
     recorded.writer.close()
-    single_writer.stop(started)
+    supervisor.stop()
 
 
 def _not_here(body: bytes):
