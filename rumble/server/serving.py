@@ -1,36 +1,23 @@
-"""How ``rumble serve`` faces slow, silent and never-reading clients: gunicorn's own gevent worker,
-and a WSGI middleware for the two waits that worker leaves unbounded.
+"""How ``rumble serve`` faces slow, silent and never-reading clients: gunicorn's own gevent worker
+(its documented way to serve clients straight from the internet, beside a buffering proxy, which
+the README documents), and WSGI middleware for what that worker leaves unbounded.
 
-gunicorn's documentation gives two ways to serve clients straight from the internet: an async
-worker, or a buffering proxy in front. ``rumble serve`` uses the first (the second is documented
-in the README, nginx in front, for TLS and per-address limits). In gunicorn's gevent worker each
-connection is a greenlet: a client that trickles its request, stays silent or never reads holds a
-greenlet and a file, never a thread, and the others go on being served. What bounds each wait:
+Each connection is a greenlet: a client that trickles its request, stays silent or never reads
+holds a greenlet and a file, never a thread. What bounds each wait:
 
-- the request's headers: gunicorn's ``keepalive`` setting, which its async workers apply to the
-  wait for every request's headers (a connection's first included); ``rumble serve`` sets it to
-  READ_TIMEOUT_SECONDS, after which the connection is closed;
-- the request's body (``TimedInput``): every read of ``wsgi.input`` must be done
-  READ_TIMEOUT_SECONDS after the headers arrived; past that it fails with ``TimeoutError``, which
-  the app answers as an unreadable body (``OK. ERROR: ...`` on the client's endpoints, 400
-  elsewhere: rumble.web.body);
-- the answer (``TimedAnswer``): each block of it (SEND_BLOCK_BYTES at most) must be taken by the
-  client within SEND_TIMEOUT_SECONDS, else the connection is closed.
+- the request's headers: gunicorn's ``keepalive``, which its async workers apply to the wait for
+  every request's headers; ``rumble serve`` sets it to READ_TIMEOUT_SECONDS;
+- the body (``TimedInput``): every read of ``wsgi.input`` must be done READ_TIMEOUT_SECONDS after
+  the headers came, else it fails with ``TimeoutError``, which the app answers as an unreadable
+  body (rumble.web.body);
+- the answer (``TimedAnswer``): each block of it must be taken within SEND_TIMEOUT_SECONDS, else
+  the connection is closed.
 
-Both use ``gevent.Timeout``, which interrupts only the greenlet that waits.
-
-A worker runs all its greenlets in one thread, and what the app computes does not yield (SQLite,
-rendering, plots, export files): a page that takes a second would hold up every upload of its
-worker for that second. So every page, API, plot and export GET (``in_thread`` says which) is
-handed to a thread of gevent's pool (``PagesInThreads``): the greenlet waits for it without
-holding the worker, which shares the interpreter between that thread and the greenlets as the
-operating system and the interpreter lock's switch interval decide. The client's requests and
-every POST are short and are served in their greenlet.
-
-A flood of cheap requests still costs a worker the HTTP work of each (``Paced`` bounds the rate
-of the ones that change nothing for the honest: refused removals).
-
-This module is used under that worker only: the app itself never imports gevent.
+A worker runs its greenlets in one thread, and what the app computes does not yield: a page that
+takes a second would hold up every upload of the worker for that second. So page, API, plot and
+export GETs are served in a thread of gevent's pool (``PagesInThreads``), for which the greenlet
+waits without holding the worker. ``Paced`` bounds the rate of requests that change nothing for
+the honest (refused removals). The app itself never imports gevent.
 """
 
 from __future__ import annotations
@@ -67,12 +54,11 @@ class Deadlines:
 
 
 class PagesInThreads:
-    """The WSGI middleware that serves the GET and HEAD requests ``in_thread(path)`` picks in a
-    pool of ``threads`` threads, their answers made whole there up to WHOLE_ANSWER_BYTES (an
-    export's file beyond that is read block by block as it is sent). Other methods stay in their greenlet: they are short
-    writes, and some start processes, which gevent's patched ``subprocess`` allows only from the
-    worker's own thread. A GET's body, which means nothing, is not passed on: the pool's threads
-    never touch the connection."""
+    """Serves the GET and HEAD requests ``in_thread(path)`` picks in a pool of ``threads`` threads,
+    their answers made whole there up to WHOLE_ANSWER_BYTES (an export's file beyond that is read
+    as it is sent). Other methods stay in their greenlet: they are short writes, and some start
+    processes, which gevent allows only from the worker's own thread. A GET's body, which means
+    nothing, is not passed on: the pool's threads never touch the connection."""
 
     def __init__(self, app: Callable, threads: int, in_thread: Callable[[str], bool]) -> None:
         self.app, self.in_thread = app, in_thread
@@ -87,9 +73,8 @@ class PagesInThreads:
 
 
 def _whole_answer(app: Callable, environ: dict, start_response: Callable) -> Iterable[bytes]:
-    """In a pool thread: the app's answer, made whole up to WHOLE_ANSWER_BYTES (a page, computed
-    here); past that, what follows (an export's file, read block by block) is read in the
-    greenlet as it is sent, and the answer is closed once sent."""
+    """In a pool thread: the app's answer, made whole up to WHOLE_ANSWER_BYTES; the rest (an
+    export's file) is read in the greenlet as it is sent."""
     result: Iterable[bytes] = app(environ, start_response)
     items = iter(result)
     head: list[bytes] = []
@@ -157,11 +142,9 @@ class TimedInput:
 
 
 class TimedAnswer:
-    """The app's answer, handed to gunicorn one block at a time; from each block's hand-over to the
-    next request for one (gunicorn writes the block meanwhile), and from the last to ``close``
-    (gunicorn ends the answer meanwhile), a ``gevent.Timeout`` of ``seconds`` is armed. If it
-    fires, the write fails with EPIPE, which gunicorn takes as a client gone: it closes the
-    connection."""
+    """The app's answer, handed to gunicorn one block at a time, with a ``gevent.Timeout`` of
+    ``seconds`` armed while gunicorn writes each block, and ends the answer after the last. If it
+    fires, the write fails with EPIPE, which gunicorn takes as a client gone: it closes the connection."""
 
     def __init__(self, result: Iterable[bytes], seconds: float, client: str | None) -> None:
         self._result, self._seconds, self._client = result, seconds, client
@@ -182,8 +165,7 @@ class TimedAnswer:
             except StopIteration:
                 self._arm()  # gunicorn ends the answer (a chunked one's last chunk) before it calls close
                 raise
-        # Each block copied once from the app's (slicing what is left each time would copy a
-        # megabyte page eight times over).
+        # Each block copied once (slicing what is left each time would copy a page many times over).
         block = self._item[self._sent : self._sent + SEND_BLOCK_BYTES]
         self._sent += len(block)
         self._arm()
@@ -209,12 +191,10 @@ class TimedAnswer:
 
 
 class Paced:
-    """The WSGI middleware that serves the requests to ``paths`` at most ``slots`` at a time per
-    worker, each holding its slot for at least ``seconds``: at most ``slots / seconds`` of them a
-    second per worker, however many clients send them as fast as they are answered. Up to
-    ``waiting`` more wait for a slot (a greenlet each); beyond that one is answered ``busy`` at
-    once (200, text/plain: the client's own form of a refusal), so that a flood cannot take the
-    worker's connections."""
+    """Serves the requests to ``paths`` at most ``slots`` at a time per worker, each holding its slot
+    for at least ``seconds`` (at most ``slots / seconds`` a second per worker). Up to ``waiting``
+    more wait for a slot; beyond that one is answered ``busy`` at once (200, text/plain: the
+    client's own form of a refusal), so that a flood cannot take the worker's connections."""
 
     def __init__(
         self, app: Callable, paths: frozenset[str], slots: int, seconds: float, waiting: int, busy: str

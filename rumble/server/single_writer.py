@@ -479,24 +479,18 @@ class Writer:
 
     def _ask(self, message: tuple[bytes, Any]) -> tuple[bool, Any] | None:
         """The writer's answer to ``message``; None if it was not sent, or the writer ended before it answered."""
-        conn = self._connection()
-        if conn is None:
-            return None
-        try:
-            conn.send(message)
-        except OSError:  # not sent whole: the writer applies whole requests only
-            conn.close()
-            # Its writer ended since this connection was last used, and so did the other idle
-            # ones'; the supervisor has usually put the next writer in its place: one more try.
-            self.close()
+        for _ in range(2):
             conn = self._connection()
             if conn is None:
                 return None
             try:
                 conn.send(message)
-            except OSError:
+                break
+            except OSError:  # not sent whole (the writer applies whole requests only): that writer has ended
                 conn.close()
-                return None
+                self.close()  # (the other idle connections were to it too): one more try, with the next writer
+        else:
+            return None
         try:
             if not _readable(conn, ANSWER_TIMEOUT_SECONDS):
                 raise TimeoutError(f"no answer from the writer process in {ANSWER_TIMEOUT_SECONDS:g} s")
