@@ -172,12 +172,11 @@ def advance(db: Store, replay: Replay, up_to: int, progress: Callable[[int], Non
 
 
 def compiled(replay: Replay) -> bool:
-    """True if ``advance_compiled`` can replay it: a 1v1 rumble replayed as logged (nothing moved, no
-    pairing watched) whose ratings are all the compiled step's, from its start or on from where
-    ``advance_compiled`` left it (its pairings in ``arrays``)."""
+    """True if ``advance_compiled`` can replay it: a 1v1 rumble (no pairing watched) whose ratings are
+    all the compiled step's, from its start or on from where ``advance_compiled`` left it (its
+    pairings in ``arrays``)."""
     return (
         replay.whole_battles is None
-        and not replay.moved
         and replay.changed is None
         and not replay.state
         and (replay.battle_id == 0 or replay.arrays is not None)
@@ -239,15 +238,19 @@ def advance_compiled(db: Store, replay: Replay, up_to: int, progress: Callable[[
 
 
 def _runs(db: Store, replay: Replay, up_to: int) -> Iterator[tuple[np.ndarray, ...]]:
-    """The log's battles after ``replay.battle_id`` up to ``up_to`` as arrays, a run at a time: ids,
-    both bots, what each one's battle percentage is computed from, firsts, receive times in ms."""
-    for rows in battle_log.scored_battle_runs(db, replay.rumble_id, replay.battle_id, up_to, REPLAY_RUN):
-        ids = np.array([row[0] for row in rows], dtype=np.int64)
-        bots_of = np.array([row[1:3] for row in rows], dtype=np.int64)
-        numbers = np.array([row[3:7] for row in rows], dtype=np.int64)
+    """The battles after ``replay.battle_id`` up to ``up_to`` that count in the replay (its
+    ``moved`` ones as if in ``moved_to``) as arrays, a run at a time: ids, both bots, what each
+    one's battle percentage is computed from, firsts, receive times in ms."""
+    moved = np.array(sorted(replay.moved), dtype=np.int64)
+    states = ("ok", "flagged", "removed") if len(moved) and replay.moved_to == "ok" else ("ok",)
+    for rows in battle_log.scored_battle_runs(db, replay.rumble_id, replay.battle_id, up_to, REPLAY_RUN, states):
+        columns = np.array([row[:7] + row[8:] for row in rows], dtype=np.int64)
         ms = np.array([row[7] for row in rows], dtype="datetime64[ms]").astype(np.int64)
-        shares = numbers[:, 2:4] if replay.survival else numbers[:, 0:2]  # battle_shares: twinduel counts rounds won
-        yield ids, bots_of, np.ascontiguousarray(shares), np.ascontiguousarray(numbers[:, 2:4]), ms
+        if len(moved):  # (as ``Replay.counts``)
+            counts = np.where(np.isin(columns[:, 0], moved), replay.moved_to == "ok", columns[:, 7] == 1)
+            columns, ms = columns[counts], ms[counts]
+        shares = columns[:, 5:7] if replay.survival else columns[:, 3:5]  # battle_shares: twinduel counts rounds won
+        yield columns[:, 0], columns[:, 1:3], np.ascontiguousarray(shares), np.ascontiguousarray(columns[:, 5:7]), ms
 
 
 def read_ahead(items: Iterator[T]) -> Iterator[T]:

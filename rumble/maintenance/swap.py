@@ -2,7 +2,7 @@
 
 ``rumble.maintenance.rebuild.rebuild_rumble`` holds the write lock while it replays a whole log (49.8 s for
 the 1,200-bot, 720,000-battle ladder), so every upload meanwhile times out. ``recompute`` replays
-the same log through the same code (``rebuild.advance``; a 1v1 rebuild in compiled code throughout,
+the same log through the same code (``rebuild.advance``; a 1v1 rumble's in compiled code throughout,
 ``rebuild.advance_any``, its pairings kept in arrays: 1.4 M pairings as Python objects took a rebuild of
 5 M battles to 1.1 GB) outside the lock instead:
 

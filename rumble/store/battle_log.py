@@ -156,12 +156,18 @@ def iter_scored_battles(
 
 
 def scored_battle_runs(
-    db: Store, rumble_id: int, after: int = 0, up_to: int | None = None, batch: int = 50_000
-) -> Iterator[list[tuple[int, int, int, int, int, int, int, str]]]:
-    """The rumble's 'ok' battles with ids in (after, up_to], in log order, as lists of at most
-    ``batch`` rows (id, first bot, second bot, first score, second score, first firsts, second
-    firsts, received_at): what the compiled replay reads (rumble.maintenance.rebuild)."""
-    return log_pages(db, _SCORED, rumble_id, after, up_to, ("ok",), batch)
+    db: Store,
+    rumble_id: int,
+    after: int = 0,
+    up_to: int | None = None,
+    batch: int = 50_000,
+    states: tuple[str, ...] = ("ok",),
+) -> Iterator[list[tuple[int, int, int, int, int, int, int, str, int]]]:
+    """The rumble's battles in ``states`` with ids in (after, up_to], in log order, as lists of at
+    most ``batch`` rows (id, first bot, second bot, first score, second score, first firsts, second
+    firsts, received_at, 1 if its state is 'ok' else 0): what the compiled replay reads
+    (rumble.maintenance.rebuild)."""
+    return log_pages(db, _SCORED + ", state = 'ok'", rumble_id, after, up_to, states, batch)
 
 
 def newest_id(db: Store) -> int:

@@ -16,7 +16,7 @@ from rumble.maintenance import jobs, swap
 from rumble.maintenance.rebuild import rebuild_rumble
 from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
-from rumble.store import rating_rows, uploader_sums
+from rumble.store import battle_states, rating_rows, uploader_sums
 from rumble.store.battle_states import BattleFilter
 from rumble.store.rumbles import rumble_id
 from rumble.store.tables import snapshot
@@ -161,6 +161,37 @@ def test_a_rollback_computed_aside_moves_only_the_battles_that_matched_when_aske
     assert _tables(db) == _fresh_rebuild(db)
     (entry,) = db.execute("SELECT who, action, battles FROM audit_log").fetchall()
     assert entry == ("alice", "rollback", 30)
+    db.close()
+
+
+@pytest.mark.parametrize("moved_to", ["removed", "flagged", "ok"])
+def test_a_state_change_is_replayed_in_compiled_code_and_equals_a_fresh_rebuild(app, client, upload, moved_to):
+    """A rollback, a flag and an unflag replay the log aside in compiled code (the replay's pairings
+    in arrays), counting the moved battles as in their new state, with uploads meanwhile; the
+    tables equal a blocking rebuild of the log with those states written."""
+    rng = random.Random(17)
+    _season(upload, rng, 60, now_ms())
+    _season(upload, rng, 25, now_ms() - 1000, uploader="Mallory")
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    mallory = [battle_id for (battle_id,) in db.execute("SELECT id FROM battles WHERE uploader = 'Mallory'")]
+    if moved_to == "ok":  # an unflag: Mallory's battles flagged first, the tables rebuilt to match
+        with store.write(db):
+            battle_states.set_state_of(db, mallory, ("ok",), "flagged")
+            rebuild_rumble(db, "roborumble", ROUNDS, 3)
+    before = _tables(db)
+
+    def in_swap(conn, job) -> None:
+        battle_states.set_state_of(conn, mallory, ("ok", "flagged"), moved_to)
+
+    with swap.one_at_a_time(db):
+        job = swap.recompute(
+            db, "roborumble", ROUNDS, 3, Meanwhile(client, upload, rng), frozenset(mallory), moved_to, in_swap
+        )
+    assert job.replay.arrays is not None and job.replay.state == {}  # the compiled replay's arrays
+    after = _tables(db)
+    assert after == _fresh_rebuild(db) and after != before
+    counted = db.execute("SELECT count(*) FROM battles WHERE uploader = 'Mallory' AND state = 'ok'").fetchone()[0]
+    assert counted == (25 if moved_to == "ok" else 0)
     db.close()
 
 
