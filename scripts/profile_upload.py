@@ -20,6 +20,7 @@ import pstats
 import shutil
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +31,7 @@ import bench_upload  # noqa: E402  (the ladder and the load of the upload benchm
 from rumble import settings, store  # noqa: E402
 from rumble.app import create_app  # noqa: E402
 from rumble.clock import Clock  # noqa: E402
-from rumble.ingest import fields  # noqa: E402
-from rumble.ingest.decide import upload_work  # noqa: E402
+from rumble.ingest import decide, fields  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
 from rumble.protocol.replies import Kind  # noqa: E402
 from rumble.protocol.upload import format_upload, parse_upload  # noqa: E402
@@ -117,9 +117,12 @@ def writer_profile(db_path: Path, sent: list[bytes], rumbles: dict, group: int) 
     fields.preload_all(db)
     works = []
     clock = Clock()
-    for body in sent:
-        battle = parse_upload(body)
-        works.append(upload_work(body, rumbles[battle.game], config, clock.now_ms(), clock, "127.0.0.1"))
+    kept = {name: config[name] for name in decide.UPLOAD_SETTINGS}
+    for body in sent:  # checked as a worker checks them, before the writer's transaction
+        checked = decide.check(body, rumbles[parse_upload(body).game], kept, clock.now_ms(), db)
+        if not isinstance(checked, tuple):
+            raise RuntimeError(f"upload refused: {checked}")
+        works.append(partial(decide.store_checked, *checked, kept, clock, "127.0.0.1"))
     profile = cProfile.Profile()
     began = time.perf_counter()
     profile.enable()

@@ -1,9 +1,10 @@
-"""One upload, from its body to its outcome: parse and check it, store it in the write transaction
-and decide the answer (accepted, held, a repeat, or refused in the protocol's form).
+"""One upload, from its body to its outcome: parse and check it (``check``, before the write lock),
+store it in the write transaction and decide the answer (``store_checked``: accepted, held, a
+repeat, or refused in the protocol's form).
 
-The upload endpoint (rumble.web.client) calls it in the worker, and the server's writer process
-(rumble.server.single_writer) runs ``upload_work``'s call in its transaction: both take the same
-path, and the writer never imports the web layer.
+The upload endpoint (rumble.web.client) checks it in the worker, then has ``store_checked`` run in
+a transaction shared with the other uploads waiting: the server's writer process's
+(rumble.server.single_writer), or without one its own. The writer never imports the web layer.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 from datetime import timedelta
-from functools import partial
 
 from rumble import overrides, store
 from rumble.clock import Clock
@@ -38,32 +38,13 @@ UPLOAD_SETTINGS = (
     "PRIORITY_BATCH",
     "PRIORITY_MIN_BATTLES",
     "PRIORITY_HOLD_MINUTES",
-)  # what ``check`` and ``store_checked`` read of the settings: sent with each upload to the writer process
-
-
-def upload_work(
-    body: bytes,
-    rumble: RumbleSettings | None,
-    settings: dict,
-    received: int,
-    moment: Clock,
-    remote_addr: str | None,
-) -> partial[UploadOutcome]:
-    """What the write transaction of one upload does, as a picklable call of the connection (for
-    the writer process, rumble.server.single_writer): check it, store it and decide its answer.
-
-    ``body`` is the upload as it came, ``rumble`` the settings of the rumble it names (None for
-    an unknown one), ``received`` when it came (ms since the epoch). The writer parses and checks
-    it, not the worker, and the body as it came costs half as much to send as the parsed battle
-    did (a pickle of bytes, not of dataclasses)."""
-    kept = {name: settings[name] for name in UPLOAD_SETTINGS}
-    return partial(check_and_store, body, rumble, kept, received, moment, remote_addr)
+)  # what ``check`` and ``store_checked`` read of the settings (sent with each upload to the writer process)
 
 
 def prepare(game: str, db: Store) -> None:
     """Before the write lock: a process's first upload to a rumble reads its ratings copy (rumble.ingest.fields)."""
     found = rumble_id(db, game)
-    if found is not None:  # (an unknown rumble's upload is refused in the transaction)
+    if found is not None:  # (an upload to a rumble not in the database is refused in the transaction)
         fields.preload(db, found)
 
 
@@ -90,22 +71,6 @@ def check(
     if suspicion is not None:
         battle = replace(battle, state="flagged")
     return battle, suspicion, rumble
-
-
-def check_and_store(
-    body: bytes,
-    rumble: RumbleSettings | None,
-    settings: dict,
-    received: int,
-    moment: Clock,
-    remote_addr: str | None,
-    db: Store,
-) -> UploadOutcome:
-    """``check``, then ``store_checked`` what passed, in the writer's transaction (a refusal writes nothing)."""
-    checked = check(body, rumble, settings, received, db)
-    if isinstance(checked, UploadOutcome):
-        return checked
-    return store_checked(*checked, settings, moment, remote_addr, db)
 
 
 def store_checked(

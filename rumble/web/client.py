@@ -187,22 +187,19 @@ def _receive(environ: dict, db: Store, moment: datetime, settings: dict, extensi
         return decide.refused(str(error))
     rumble = extensions["rumble.rumbles"].get(game)
     received = int(moment.timestamp() * 1000)
-    remote_addr = environ.get("REMOTE_ADDR")
-    writer = extensions.get("rumble.writer")
-    if writer is not None:
-        # Parsed, checked and applied in a transaction shared with the other uploads waiting, by the
-        # server's writer process (rumble.server.single_writer), which answers once it is committed.
-        # Why there and not here: see ``upload_work``.
-        work = decide.upload_work(body, rumble, settings, received, settings["CLOCK"], remote_addr)
-        return writer.run(db, work, partial(decide.prepare, game))
-    # Without it, this worker checks the upload before it takes the write lock, then applies it in
-    # a transaction shared with the other uploads waiting for the lock (rumble.store.group_commit).
     kept = {name: settings[name] for name in decide.UPLOAD_SETTINGS}
-    checked = decide.check(body, rumble, kept, received, db)
+    checked = decide.check(body, rumble, kept, received, db)  # parsed and checked here, outside the write lock
     if isinstance(checked, UploadOutcome):
         return checked
+    work = partial(decide.store_checked, *checked, kept, settings["CLOCK"], environ.get("REMOTE_ADDR"))
+    writer = extensions.get("rumble.writer")
+    if writer is not None:
+        # Stored in a transaction shared with the other uploads waiting, by the server's writer
+        # process (rumble.server.single_writer), which answers once it is committed.
+        return writer.run(db, work, partial(decide.prepare, game))
+    # Without it, in a transaction shared with the other uploads waiting for the lock (rumble.store.group_commit).
     decide.prepare(game, db)
-    return run_in_group(db, partial(decide.store_checked, *checked, kept, settings["CLOCK"], remote_addr))
+    return run_in_group(db, work)
 
 
 @bp.route("/RatingsFile", methods=["GET"])

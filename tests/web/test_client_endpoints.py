@@ -121,54 +121,58 @@ def test_bad_upload_gets_an_ok_error_line_and_changes_nothing(app, client, uploa
 
 
 class _Recorded:
-    """The app's way to the writer process, recording the bodies it sends there."""
+    """The app's way to the writer process, recording the battles it sends there to be stored."""
 
     def __init__(self, writer: single_writer.Writer) -> None:
         self.writer = writer
-        self.bodies: list[bytes] = []
+        self.battles: list = []
 
     def run(self, db, apply, prepare):
-        self.bodies.append(apply.args[0])
+        self.battles.append(apply.args[0])
         return self.writer.run(db, apply, prepare)
 
 
 @pytest.fixture
 def through_writer(app, monkeypatch):
-    """The app with a writer process, as under `rumble serve`; this process can no longer parse an
-    upload (the writer, forked before, still can), so what it accepts or refuses the writer decided."""
+    """The app with a writer process, as under `rumble serve`; this process can no longer store a
+    battle (the writer, a new interpreter, still can), so whatever was stored the writer stored."""
     supervisor = single_writer.Supervisor(app.config["RUMBLE"]["DB"], "NORMAL")
     recorded = app.extensions["rumble.writer"] = _Recorded(single_writer.Writer(supervisor.path))
-    monkeypatch.setattr(decide_module, "parse_upload", _not_here)
+    monkeypatch.setattr(decide_module.apply, "apply_battle", _not_here)
     yield recorded
     recorded.writer.close()
     supervisor.stop()
 
 
-def _not_here(body: bytes):
-    raise AssertionError("a worker parsed an upload that the writer process should have")
+def _not_here(*args):
+    raise AssertionError("a worker stored a battle that the writer process should have")
 
 
-def test_the_writer_process_parses_and_checks_uploads_and_refuses_as_a_worker_would(app, client, clock, through_writer):
-    """With a writer process the worker sends each upload as it came; the writer stores a good one
-    and refuses every bad one with the same answer as a worker alone (the cases above), changing
-    nothing. A body that is not ``key=value&...`` at all is refused by the worker, unsent."""
-    good = format_upload(battle(first="sample.Walls 0.9b"))
-    outcome, answer = post_upload(client, good)
+def test_a_worker_checks_uploads_and_the_writer_process_stores_them(app, client, clock, through_writer):
+    """With a writer process the worker parses and checks each upload: it refuses every bad one
+    itself, with the same answer as without a writer (the cases above), sending nothing and
+    changing nothing, and sends a good one, parsed, to the writer, which stores it."""
+    good = battle(first="sample.Walls 0.9b")
+    outcome, answer = post_upload(client, format_upload(good))
     assert outcome.kind is Kind.ACCEPTED and answer.endswith(
         "OK. sample.Walls 0.9b vs sample.RamFire 1.0 received for roborumble\n"
     )
-    assert through_writer.bodies == [good]
+    (sent,) = through_writer.battles
+    assert (sent.first.name, sent.second.name, sent.first.score, sent.time_ms) == (
+        good.first.name,
+        good.second.name,
+        good.first.score,
+        good.time_ms,
+    )
     with _db(app) as conn:
         assert conn.execute("SELECT count(*) FROM battles").fetchone() == (1,)
     before = _state(app)
     for body, reason in REFUSALS:
-        sent = body(clock)
-        outcome, answer = post_upload(client, sent)
+        outcome, answer = post_upload(client, body(clock))
         assert outcome.kind is Kind.REFUSED and reason in outcome.reason, (reason, outcome)
         assert answer == replies.refused(outcome.reason)
-        assert through_writer.bodies[-1] == sent or reason == "malformed field"
     assert _state(app) == before
-    assert len(through_writer.bodies) == 1 + len(REFUSALS) - 1  # all but the malformed body went to the writer
+    assert len(through_writer.battles) == 1  # no refused upload went to the writer
 
 
 def test_the_age_limit_follows_the_app_clock(app, client, clock):
