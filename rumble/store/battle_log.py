@@ -38,7 +38,7 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
     cursor = db.execute(
         "INSERT INTO battles (rumble_id, version, client, teams, melee, rounds, field, uploader, client_time, "
         "first_bot_id, first_score, first_bullet_damage, first_firsts, "
-        "second_bot_id, second_score, second_bullet_damage, second_firsts, received_at, remote_addr, state) "
+        "second_bot_id, second_score, second_bullet_damage, second_firsts, received_at, address_id, state) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (
             rumble_id,
@@ -59,7 +59,7 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
             battle.second.bullet_damage,
             battle.second.firsts,
             battle.received_at,
-            battle.remote_addr,
+            address_id(db, battle.remote_addr),
             battle.state,
         ),
     )
@@ -68,6 +68,16 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
     note_log_write(db)  # the ratings copies' version moved (rumble.ingest.fields)
     waiting.battle_stored(db, rumble_id, first_id, second_id)  # its pair's sole uploader (rumble.store.waiting)
     return cursor.lastrowid
+
+
+def address_id(db: Store, remote_addr: str | None) -> int | None:
+    """The number the log keeps ``remote_addr`` under (made on its first battle); None for none."""
+    if remote_addr is None:
+        return None
+    found = db.execute("SELECT id FROM uploader_addresses WHERE remote_addr = ?", (remote_addr,)).fetchone()
+    if found is not None:
+        return found[0]
+    return db.execute("INSERT INTO uploader_addresses (remote_addr) VALUES (?)", (remote_addr,)).lastrowid
 
 
 def latest_uploader(db: Store, remote_addr: str | None, rumble_id: int, since: str) -> str | None:
@@ -82,7 +92,8 @@ def latest_uploader(db: Store, remote_addr: str | None, rumble_id: int, since: s
     address then counts as having uploaded nothing since, until its next upload, the safe side for
     the privilege this decides.)"""
     rows = db.execute(
-        "SELECT uploader, received_at, state FROM battles WHERE remote_addr = ? AND rumble_id = ? ORDER BY id DESC",
+        "SELECT uploader, received_at, state FROM battles "
+        "WHERE address_id = (SELECT id FROM uploader_addresses WHERE remote_addr = ?) AND rumble_id = ? ORDER BY id DESC",
         (remote_addr, rumble_id),
     )
     try:
@@ -193,9 +204,9 @@ def log_rows(db: Store, rumble_id: int | None = None) -> Iterator[dict]:
     sql = (
         "SELECT b.id, r.name, b.version, b.client, b.teams, b.melee, b.rounds, b.field, b.uploader, b.client_time, "
         "f.full_name, b.first_score, b.first_bullet_damage, b.first_firsts, "
-        "s.full_name, b.second_score, b.second_bullet_damage, b.second_firsts, b.received_at, b.remote_addr, b.state "
+        "s.full_name, b.second_score, b.second_bullet_damage, b.second_firsts, b.received_at, d.remote_addr, b.state "
         "FROM battles b JOIN rumbles r ON r.id = b.rumble_id JOIN bots f ON f.id = b.first_bot_id "
-        "JOIN bots s ON s.id = b.second_bot_id"
+        "JOIN bots s ON s.id = b.second_bot_id LEFT JOIN uploader_addresses d ON d.id = b.address_id"
     )
     params: tuple = ()
     if rumble_id is not None:

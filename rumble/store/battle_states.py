@@ -49,14 +49,14 @@ def _where(f: BattleFilter, states: Iterable[str]) -> tuple[str, list]:
     states = tuple(states)
     clauses = [f"b.state IN ({', '.join('?' * len(states))})"]
     params: list[str | int] = list(states)
-    for column, value in (
-        ("r.name", f.game),
-        ("b.uploader", f.uploader),
-        ("b.remote_addr", f.remote_addr),
-        ("b.client", f.client),
+    for compared, value in (
+        ("r.name = ?", f.game),
+        ("b.uploader = ?", f.uploader),
+        ("b.address_id = (SELECT id FROM uploader_addresses WHERE remote_addr = ?)", f.remote_addr),
+        ("b.client = ?", f.client),
     ):
         if value is not None:
-            clauses.append(f"{column} = ?")
+            clauses.append(compared)
             params.append(value)
     if f.since is not None:
         clauses.append("b.received_at >= ?")
@@ -162,11 +162,12 @@ BATTLE_COLUMNS = (
 def battles_in_state(db: Store, state: str, limit: int = 200) -> list[dict]:
     """The newest ``limit`` battles in ``state`` with names, and the plausibility reason if any."""
     rows = db.execute(
-        "SELECT b.id, r.name, b.uploader, b.remote_addr, b.client, b.received_at, f.full_name, b.first_score, b.first_firsts, "
+        "SELECT b.id, r.name, b.uploader, d.remote_addr, b.client, b.received_at, f.full_name, b.first_score, b.first_firsts, "
         "s.full_name, b.second_score, b.second_firsts, b.rounds, b.state, "
         "(SELECT reason FROM battle_flags WHERE battle_id = b.id) "
         "FROM battles b JOIN rumbles r ON r.id = b.rumble_id JOIN bots f ON f.id = b.first_bot_id "
-        "JOIN bots s ON s.id = b.second_bot_id WHERE b.state = ? ORDER BY b.id DESC LIMIT ?",
+        "JOIN bots s ON s.id = b.second_bot_id LEFT JOIN uploader_addresses d ON d.id = b.address_id "
+        "WHERE b.state = ? ORDER BY b.id DESC LIMIT ?",
         (state, limit),
     ).fetchall()
     return [dict(zip(BATTLE_COLUMNS, row)) for row in rows]

@@ -4,7 +4,7 @@ JSON), and the rumble as an SQLite file of its own that opens as-is in Datasette
 Every export reads one snapshot on a connection of its own (read-only on the server's file), so a
 long download neither sees a half-applied upload nor holds the worker's shared connection.
 
-What is left out: the uploaders' network addresses (``battles.remote_addr``, and the address in a
+What is left out: the uploaders' network addresses (``battles.address_id``, and the address in a
 retirement's ``participant_events.source``), the maintainers' tables and the priority queue's
 working state.
 """
@@ -25,7 +25,7 @@ from rumble.store import BUSY_TIMEOUT_MS, Store
 NOT_EXPORTED = {"priority_battles", "audit_log", "maintainers", "secrets", "uploader_sums", "missing_pending"}
 # Columns replaced in the copy: table -> column -> SQL expression over the source row.
 REDACTED = {
-    "battles": {"remote_addr": "NULL"},
+    "battles": {"address_id": "NULL"},
     "participant_events": {
         "source": "CASE WHEN instr(source, ' from ') > 0 THEN substr(source, 1, instr(source, ' from ') - 1) ELSE source END"
     },

@@ -41,12 +41,15 @@ def migration_set(directory: Path | None = None) -> Migrations:
     return migrations
 
 
-def migrate(db: Database, directory: Path | None = None) -> list[str]:
-    """Apply pending migrations; return the names applied."""
+def migrate(db: Database, directory: Path | None = None, stop_before: str | None = None) -> list[str]:
+    """Apply pending migrations (those before ``stop_before``, a migration's name, if given: a
+    database as an older release left it); return the names applied."""
     migrations = migration_set(directory)
     pending = [m.name for m in migrations.pending(db)]
+    if stop_before in pending:
+        pending = pending[: pending.index(stop_before)]
     if pending:
-        migrations.apply(db)
+        migrations.apply(db, stop_before=stop_before)
     return pending
 
 

@@ -54,18 +54,9 @@ def _add_terms(db: Store, where: str, params: tuple, sign: int) -> None:
     db.execute("DELETE FROM uploader_sums WHERE battles = 0")  # through the partial index uploader_sums_emptied
 
 
-def _known_addresses(db: Store, where: str, params: tuple) -> None:
-    db.execute(
-        "INSERT OR IGNORE INTO uploader_addresses (remote_addr) "
-        f"SELECT DISTINCT IFNULL(remote_addr, '') FROM battles WHERE {where}",
-        params,
-    )
-
-
 def count(db: Store, ids: Iterable[int]) -> None:
     """Add the battles ``ids`` (that have just entered state 'ok'); caller holds the write transaction."""
     found = json.dumps(sorted(set(ids)))
-    _known_addresses(db, "id IN (SELECT value FROM json_each(?))", (found,))
     _add_terms(db, "id IN (SELECT value FROM json_each(?))", (found,), 1)
 
 
@@ -86,7 +77,6 @@ def counted(db: Store, ids: Iterable[int]) -> set[int]:
 def refill(db: Store, rumble_id: int) -> None:
     """The rumble's rows computed afresh from its log (a rebuild; caller holds the write transaction)."""
     db.execute("DELETE FROM uploader_sums WHERE rumble_id = ?", (rumble_id,))
-    _known_addresses(db, "rumble_id = ?", (rumble_id,))
     db.execute(
         f"INSERT INTO uploader_sums ({_COLUMNS}) SELECT {', '.join(_KEY)}, count(*), {_TERMS} "
         f"FROM uploader_battle_terms WHERE rumble_id = ? AND state = 'ok' GROUP BY {', '.join(_KEY)}",

@@ -65,7 +65,8 @@ def _recorded(server) -> dict[str, str]:
     """First bot's name -> remote_addr of its battle in the log."""
     with read_only(server.db_path) as db:
         rows = db.execute(
-            "SELECT f.full_name, b.remote_addr FROM battles b JOIN bots f ON f.id = b.first_bot_id"
+            "SELECT f.full_name, d.remote_addr FROM battles b JOIN bots f ON f.id = b.first_bot_id "
+            "JOIN uploader_addresses d ON d.id = b.address_id"
         ).fetchall()
     return dict(rows)
 

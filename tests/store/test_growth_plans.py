@@ -19,7 +19,7 @@ def test_the_trust_check_seeks_battles_by_address(db, upload, clock, library):
     since = store.format_time(clock.now() - timedelta(days=400))
     assert battle_log.latest_uploader(db, "127.0.0.1", rid, since) == "Jane Doe"
     plan = query_plan(db, lambda: battle_log.latest_uploader(db, "127.0.0.1", rid, since), library)
-    assert "battles_by_address (remote_addr=? AND rumble_id=?)" in plan, plan
+    assert "battles_by_address (address_id=? AND rumble_id=?)" in plan, plan
 
 
 @pytest.mark.parametrize("library", SQLITE_LIBRARIES)

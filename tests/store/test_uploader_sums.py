@@ -19,9 +19,10 @@ from rumble.protocol.games import load_rumbles
 from rumble.protocol.replies import Kind
 from rumble.rankings import rollback_preview, uploader_trust
 from rumble.rankings.uploader_consistency import Share, consistency, consistency_of
-from rumble.store import bots, uploader_sums
+from rumble.store import battle_log, bots, uploader_sums
 from rumble.store.migrations import migrate
 from rumble.store.rumbles import rumble_id
+from tests.store.older_schema import older_copy
 
 BOTS = [f"p{i % 2}.Bot{i} 1.{i}" for i in range(6)]
 STRENGTH = {name: 6.0 * i for i, name in enumerate(BOTS)}
@@ -96,7 +97,12 @@ def _retire_hold_roll_back_and_release(app, client, clock) -> None:
     rid = rumble_id(db, "roborumble")
     with store.write(db):
         assert apply.retire(db, rid, bots.find_bot(db, BOTS[5]), store.format_time(clock.now()), "test")
-    held = [i for (i,) in db.execute("SELECT id FROM battles WHERE remote_addr = '10.0.0.2' ORDER BY id")]
+    held = [
+        i
+        for (i,) in db.execute(
+            "SELECT b.id FROM battles b JOIN uploader_addresses d ON d.id = b.address_id WHERE d.remote_addr = '10.0.0.2' ORDER BY b.id"
+        )
+    ]
     db.close()
     headers = {"Authorization": f"Bearer {maintainer_token(app)}"}
     assert post_and_wait(client, "/admin/flag", headers, json={"remote_addr": "10.0.0.2"})[1]["state"] == "done"
@@ -109,10 +115,10 @@ def _logged(db, game: str) -> list[tuple[str, str | None, str, str, float, float
     """Every accepted battle of ``game`` from the log's rows: (uploader, address, a, b, a's %, b's %),
     a before b by name, each percentage as the rumble scores it (score share, or rounds won)."""
     rows = db.execute(
-        "SELECT x.uploader, x.remote_addr, fa.full_name, fb.full_name, x.first_score, x.second_score, "
+        "SELECT x.uploader, d.remote_addr, fa.full_name, fb.full_name, x.first_score, x.second_score, "
         "x.first_firsts, x.second_firsts, x.rounds, r.scoring FROM battles x JOIN rumbles r ON r.id = x.rumble_id "
         "JOIN bots fa ON fa.id = x.first_bot_id JOIN bots fb ON fb.id = x.second_bot_id "
-        "WHERE r.name = ? AND x.state = 'ok'",
+        "LEFT JOIN uploader_addresses d ON d.id = x.address_id WHERE r.name = ? AND x.state = 'ok'",
         (game,),
     ).fetchall()
     found = []
@@ -204,23 +210,46 @@ def test_tables_from_the_sums_equal_the_same_computed_from_the_battles(app, clie
     db.close()
 
 
-def test_the_migration_fills_the_sums_of_a_database_that_had_none(app, client, clock):
+def test_the_migration_fills_the_sums_of_a_database_that_had_none(app, client, clock, tmp_path):
     _session(client, clock, random.Random(13))
     _retire_hold_roll_back_and_release(app, client, clock)
     db = store.connect(app.config["RUMBLE"]["DB"])
     online = uploader_sums.rows(db)
-    with store.write(db):  # the database as it was before migration 0022
-        for statement in (
-            "DROP TRIGGER battles_uploader_sums",
-            "DROP VIEW uploader_battle_terms",
-            "DROP TABLE uploader_sums",
-            "DROP TABLE uploader_addresses",
-            "DELETE FROM _sqlite_migrations WHERE name = '0022_uploader_sums'",
-        ):
-            db.execute(statement)
-    assert migrate(db) == ["0022_uploader_sums"]
-    assert uploader_sums.rows(db) == online
+    old = older_copy(db, tmp_path / "old.db", "0022_uploader_sums")  # the database as it was before migration 0022
     db.close()
+    assert "uploader_sums" not in old.table_names()
+    assert "0022_uploader_sums" in migrate(old)
+    assert uploader_sums.rows(old) == online
+    old.close()
+
+
+def test_the_log_keeps_its_addresses_and_sums_when_it_takes_them_as_numbers(app, client, clock, tmp_path):
+    """Migration 0028: a log that kept each battle's address as text keeps the same addresses as
+    numbers, and the same uploader sums; uploads and the address lookups go on from there."""
+    _session(client, clock, random.Random(17))
+    _retire_hold_roll_back_and_release(app, client, clock)
+    db = store.connect(app.config["RUMBLE"]["DB"])
+    with store.write(db):  # a battle without an address, as `rumble import` logs one
+        logged = apply.with_receipt(battle(BOTS[0], BOTS[1], uploader="U1"), None, clock.now())
+        assert apply.apply_battle(db, logged, 35, 3).stored
+    before = list(battle_log.log_rows(db))
+    online = uploader_sums.rows(db)
+    old = older_copy(db, tmp_path / "old.db", "0028_battle_addresses_as_numbers")
+    db.close()
+    texts = [row[0] for row in old.execute("SELECT remote_addr FROM battles ORDER BY id")]
+    assert texts == [row["remote_addr"] for row in before] and None in texts and "10.0.0.2" in texts
+    assert uploader_sums.rows(old) == online  # (migration 0022's trigger summed the copied battles)
+    assert migrate(old) == ["0028_battle_addresses_as_numbers"]
+    assert list(battle_log.log_rows(old)) == before
+    assert uploader_sums.rows(old) == online
+    rid = rumble_id(old, "roborumble")
+    newest = {
+        row["remote_addr"]: row["uploader"] for row in before if row["state"] == "ok" and row["game"] == "roborumble"
+    }
+    assert newest.pop(None) == "U1" and len(newest) == 4  # (U4, from 192.0.2.9, was rolled back)
+    for address, uploader in newest.items():  # (a battle without an address is no address's)
+        assert battle_log.latest_uploader(old, address, rid, "0000-00-00") == uploader
+    old.close()
 
 
 @pytest.mark.parametrize(

@@ -212,7 +212,7 @@ def test_the_sqlite_export_is_one_rumbles_consistent_copy_that_opens_as_is(app, 
     copy = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     assert copy.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert copy.execute("SELECT name FROM rumbles").fetchall() == [("roborumble",)]
-    assert copy.execute("SELECT count(*), count(remote_addr) FROM battles").fetchone() == (len(RESULTS), 0)
+    assert copy.execute("SELECT count(*), count(address_id) FROM battles").fetchone() == (len(RESULTS), 0)
     assert copy.execute("SELECT count(*) FROM pairings").fetchone() == (12,)
     aps = dict(copy.execute("SELECT b.full_name, s.aps FROM bot_summaries s JOIN bots b ON b.id = s.bot_id").fetchall())
     assert aps == pytest.approx(APS)

@@ -154,10 +154,9 @@ def _counts(db) -> list[tuple]:
 def test_upload_counts_follow_the_log_and_are_filled_in_for_an_existing_log(app, upload, tmp_path, clock):
     """The counts /RumbleStats reads equal a count of the log after uploads, a repeat (not logged)
     and a refusal; and migration 0010 fills them in for a database that already had a log."""
-    import shutil
-
     from rumble import store
-    from rumble.store.migrations import migrate, migration_files
+    from rumble.store.migrations import migrate
+    from tests.store.older_schema import older_copy
 
     now = clock.now_ms()
     first = battle("a.A 1", "b.B 1", time_ms=now)
@@ -174,20 +173,8 @@ def test_upload_counts_follow_the_log_and_are_filled_in_for_an_existing_log(app,
     db.close()
 
     # A database migrated up to 0009 that logs battles, then gets 0010: the counts are filled in.
-    older = tmp_path / "older"
-    older.mkdir()
-    for path in migration_files():
-        if int(path.name[:4]) < 10:
-            shutil.copy(path, older / path.name)
-    old = store.connect(tmp_path / "old.db", migrate=False)
-    migrate(old, older)
     source = store.connect(app.config["RUMBLE"]["DB"])
-    for table in ("rumbles", "bots", "battles"):
-        columns = [row[1] for row in source.execute(f"PRAGMA table_info({table})")]
-        rows = source.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall()
-        old.conn.executemany(
-            f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows
-        )
+    old = older_copy(source, tmp_path / "old.db", "0010_upload_counts")
     source.close()
     assert "upload_counts" not in old.table_names()
     migrate(old)
