@@ -69,7 +69,7 @@ GAME = "roborumble"
 CLIENT = "1.9.3.9"
 TARGET_RATE = 1000.0  # uploads/s, from issue 4
 TARGET_P99_MS = 50.0
-RATIO_GOAL = 0.5  # rumble/bare, from issue 15
+RATIO_GOAL = 0.45  # rumble/bare, from issue 32 (the serving on gunicorn's documented gevent worker)
 NEWCOMER_SHARE = 0.1  # of the uploads once a newcomer has entered: one side is a newcomer
 MELEE_FIELD = 10  # bots in a melee battle: 45 pair uploads each
 # A client's melee battles in client time: further apart than the server's window for gathering
