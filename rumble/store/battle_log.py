@@ -36,18 +36,16 @@ LOG_COLUMNS = (
 def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, battle: Battle) -> int | None:
     """Append ``battle`` to the log and return its id, or None if the same result is already there."""
     cursor = db.execute(
-        "INSERT INTO battles (rumble_id, version, client, teams, melee, rounds, field, uploader, client_time, "
+        "INSERT INTO battles (rumble_id, setup_id, teams, melee, rounds, uploader, client_time, "
         "first_bot_id, first_score, first_bullet_damage, first_firsts, "
         "second_bot_id, second_score, second_bullet_damage, second_firsts, received_at, address_id, state) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (
             rumble_id,
-            battle.version,
-            battle.client,
+            setup_id(db, battle.version, battle.client, battle.field),
             int(battle.teams),
             int(battle.melee),
             battle.rounds,
-            battle.field,
             battle.uploader,
             battle.time_ms,
             first_id,
@@ -68,6 +66,19 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
     note_log_write(db)  # the ratings copies' version moved (rumble.ingest.fields)
     waiting.battle_stored(db, rumble_id, first_id, second_id)  # its pair's sole uploader (rumble.store.waiting)
     return cursor.lastrowid
+
+
+def setup_id(db: Store, version: str, client: str, field: str) -> int:
+    """The number the log keeps a battle's protocol version, client version and battlefield under
+    (made on their first battle; migrations/0029_battle_setups.sql)."""
+    found = db.execute(
+        "SELECT id FROM battle_setups WHERE version = ? AND client = ? AND field = ?", (version, client, field)
+    ).fetchone()
+    if found is not None:
+        return found[0]
+    return db.execute(
+        "INSERT INTO battle_setups (version, client, field) VALUES (?, ?, ?) RETURNING id", (version, client, field)
+    ).fetchone()[0]
 
 
 def address_id(db: Store, remote_addr: str | None) -> int | None:
@@ -202,11 +213,12 @@ def count_battles(db: Store, rumble_id: int | None = None) -> int:
 def log_rows(db: Store, rumble_id: int | None = None) -> Iterator[dict]:
     """The log with names instead of ids, in log order (export, tests)."""
     sql = (
-        "SELECT b.id, r.name, b.version, b.client, b.teams, b.melee, b.rounds, b.field, b.uploader, b.client_time, "
+        "SELECT b.id, r.name, u.version, u.client, b.teams, b.melee, b.rounds, u.field, b.uploader, b.client_time, "
         "f.full_name, b.first_score, b.first_bullet_damage, b.first_firsts, "
         "s.full_name, b.second_score, b.second_bullet_damage, b.second_firsts, b.received_at, d.remote_addr, b.state "
-        "FROM battles b JOIN rumbles r ON r.id = b.rumble_id JOIN bots f ON f.id = b.first_bot_id "
-        "JOIN bots s ON s.id = b.second_bot_id LEFT JOIN uploader_addresses d ON d.id = b.address_id"
+        "FROM battles b JOIN rumbles r ON r.id = b.rumble_id JOIN battle_setups u ON u.id = b.setup_id "
+        "JOIN bots f ON f.id = b.first_bot_id JOIN bots s ON s.id = b.second_bot_id "
+        "LEFT JOIN uploader_addresses d ON d.id = b.address_id"
     )
     params: tuple = ()
     if rumble_id is not None:

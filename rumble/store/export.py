@@ -98,7 +98,8 @@ def battle_rows(conn: sqlite3.Connection, rumble_id: int) -> Iterator[tuple]:
     yield from conn.execute(
         "SELECT x.id, substr(x.received_at, 1, 23), x.client_time, f.full_name, x.first_score, x.first_bullet_damage, "
         "x.first_firsts, s.full_name, x.second_score, x.second_bullet_damage, x.second_firsts, x.rounds, x.uploader, "
-        "x.client, x.state FROM battles x JOIN bots f ON f.id = x.first_bot_id JOIN bots s ON s.id = x.second_bot_id "
+        "u.client, x.state FROM battles x JOIN battle_setups u ON u.id = x.setup_id "
+        "JOIN bots f ON f.id = x.first_bot_id JOIN bots s ON s.id = x.second_bot_id "
         "WHERE x.rumble_id = ? ORDER BY x.id",
         (rumble_id,),
     )

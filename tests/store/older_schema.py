@@ -12,12 +12,14 @@ from rumble.store.migrations import migrate
 
 def older_copy(source: Store, path: Path, stop_before: str) -> Store:
     """A new database at ``path`` migrated up to (not including) ``stop_before``, with ``source``'s
-    rumbles, bots and battles; a battle's address as its text while the log kept it so (before
-    migration 0028)."""
+    rumbles, bots, addresses and battles; a battle's address as its text while the log kept it so (before
+    migration 0028), and its protocol version, client version and battlefield (before 0029)."""
     old = store.connect(path, migrate=False)
     migrate(old, stop_before=stop_before)
-    for table in ("rumbles", "bots", "battles"):
+    for table in ("rumbles", "bots", "uploader_addresses", "battles"):
         have = [row[1] for row in old.execute(f"PRAGMA table_info({table})")]
+        if not have:  # a table of a later migration
+            continue
         columns = [row[1] for row in source.execute(f"PRAGMA table_info({table})") if row[1] in have]
         chosen = [f"t.{column}" for column in columns]
         joined = ""
@@ -25,6 +27,10 @@ def older_copy(source: Store, path: Path, stop_before: str) -> Store:
             columns.append("remote_addr")
             chosen.append("d.remote_addr")
             joined = " LEFT JOIN uploader_addresses d ON d.id = t.address_id"
+        if table == "battles" and "client" in have:
+            columns += ["version", "client", "field"]
+            chosen += ["u.version", "u.client", "u.field"]
+            joined += " JOIN battle_setups u ON u.id = t.setup_id"
         rows = source.execute(f"SELECT {', '.join(chosen)} FROM {table} t{joined}").fetchall()
         # (the migrations made the rumbles; a battle goes in plainly: an OR REPLACE would override
         # the conflict clauses of the log's triggers too)
