@@ -454,8 +454,8 @@ class Writer:
 
     A request the writer never answered because it ended (killed as hung, or crashed) is applied by
     the worker itself. That is safe for uploads: should the writer have committed it just before it
-    ended, the battle log's unique index on a result's identity (``battles_identity``) makes the
-    second insert store nothing, and the upload is answered as a repeat. The wait for an answer goes
+    ended, the log holds an equal result, which the second look finds (rumble.store.battle_log:
+    it stores nothing), and the upload is answered as a repeat. The wait for an answer goes
     through ``selectors``, which gevent patches: it suspends only the request's greenlet."""
 
     def __init__(self, path: str) -> None:

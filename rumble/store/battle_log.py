@@ -33,13 +33,28 @@ LOG_COLUMNS = (
 )
 
 
+# A result equal to one logged (a client's retry: protocol.md 7.4), found through battles_by_pairing
+# (migrations/0030_battle_identity_through_the_pairing_index.sql).
+_SAME_RESULT = (
+    "SELECT 1 FROM battles WHERE rumble_id = ? AND first_bot_id = ? AND second_bot_id = ? AND client_time = ? "
+    "AND uploader = ? AND first_score = ? AND second_score = ? AND first_bullet_damage = ? "
+    "AND second_bullet_damage = ? AND first_firsts = ? AND second_firsts = ? LIMIT 1"
+)
+
+
 def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, battle: Battle) -> int | None:
-    """Append ``battle`` to the log and return its id, or None if the same result is already there."""
+    """Append ``battle`` to the log and return its id, or None if the same result is already there
+    (caller holds the write transaction, so no equal result can be logged between the look and the insert)."""
+    first, second = battle.first, battle.second
+    identity = (rumble_id, first_id, second_id, battle.time_ms, battle.uploader)
+    figures = (first.score, second.score, first.bullet_damage, second.bullet_damage, first.firsts, second.firsts)
+    if db.execute(_SAME_RESULT, identity + figures).fetchone() is not None:
+        return None
     cursor = db.execute(
         "INSERT INTO battles (rumble_id, setup_id, teams, melee, rounds, uploader, client_time, "
         "first_bot_id, first_score, first_bullet_damage, first_firsts, "
         "second_bot_id, second_score, second_bullet_damage, second_firsts, received_at, address_id, state) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             rumble_id,
             setup_id(db, battle.version, battle.client, battle.field),
@@ -49,20 +64,18 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
             battle.uploader,
             battle.time_ms,
             first_id,
-            battle.first.score,
-            battle.first.bullet_damage,
-            battle.first.firsts,
+            first.score,
+            first.bullet_damage,
+            first.firsts,
             second_id,
-            battle.second.score,
-            battle.second.bullet_damage,
-            battle.second.firsts,
+            second.score,
+            second.bullet_damage,
+            second.firsts,
             battle.received_at,
             address_id(db, battle.remote_addr),
             battle.state,
         ),
     )
-    if cursor.rowcount != 1:
-        return None
     note_log_write(db)  # the ratings copies' version moved (rumble.ingest.fields)
     waiting.battle_stored(db, rumble_id, first_id, second_id)  # its pair's sole uploader (rumble.store.waiting)
     return cursor.lastrowid

@@ -239,7 +239,7 @@ def test_the_log_keeps_its_addresses_and_sums_when_it_takes_them_as_numbers(app,
     texts = [row[0] for row in old.execute("SELECT remote_addr FROM battles ORDER BY id")]
     assert texts == [row["remote_addr"] for row in before] and None in texts and "10.0.0.2" in texts
     assert uploader_sums.rows(old) == online  # (migration 0022's trigger summed the copied battles)
-    assert migrate(old) == ["0028_battle_addresses_as_numbers", "0029_battle_setups"]
+    assert migrate(old)[0] == "0028_battle_addresses_as_numbers"  # (and the migrations after it)
     assert list(battle_log.log_rows(old)) == before
     assert uploader_sums.rows(old) == online
     rid = rumble_id(old, "roborumble")
