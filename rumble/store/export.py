@@ -105,17 +105,20 @@ def battle_rows(conn: sqlite3.Connection, rumble_id: int) -> Iterator[tuple]:
     )
 
 
+# Tables copied whole or by their own rule: the rumble, its bots, and the battles' setups (a few rows,
+# which the battles name by number).
+WHOLE = ("rumbles", "bots", "battle_setups")
+
+
 def _exported_tables(conn: sqlite3.Connection) -> list[str]:
-    """``rumbles``, ``bots`` and every table with a rumble_id column not in NOT_EXPORTED, in schema order."""
+    """WHOLE and every table with a rumble_id column not in NOT_EXPORTED, in schema order."""
     names = [
         row[0]
         for row in conn.execute(
             "SELECT name FROM src.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
         )
     ]
-    return [
-        n for n in names if n in ("rumbles", "bots") or (n not in NOT_EXPORTED and "rumble_id" in _columns(conn, n))
-    ]
+    return [n for n in names if n in WHOLE or (n not in NOT_EXPORTED and "rumble_id" in _columns(conn, n))]
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -127,6 +130,8 @@ def _where(table: str) -> str:
         return "WHERE id = :rumble"
     if table == "bots":
         return "WHERE id IN (SELECT bot_id FROM src.participants WHERE rumble_id = :rumble)"
+    if table == "battle_setups":
+        return ""
     return "WHERE rumble_id = :rumble"
 
 

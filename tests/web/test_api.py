@@ -213,6 +213,8 @@ def test_the_sqlite_export_is_one_rumbles_consistent_copy_that_opens_as_is(app, 
     assert copy.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert copy.execute("SELECT name FROM rumbles").fetchall() == [("roborumble",)]
     assert copy.execute("SELECT count(*), count(address_id) FROM battles").fetchone() == (len(RESULTS), 0)
+    setups = copy.execute("SELECT u.version, u.client, u.field FROM battles JOIN battle_setups u ON u.id = setup_id")
+    assert setups.fetchall() == [("1", "1.9.3.9", "800x600")] * len(RESULTS)  # the battles' setups came along
     assert copy.execute("SELECT count(*) FROM pairings").fetchone() == (12,)
     aps = dict(copy.execute("SELECT b.full_name, s.aps FROM bot_summaries s JOIN bots b ON b.id = s.bot_id").fetchall())
     assert aps == pytest.approx(APS)
