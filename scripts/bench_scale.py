@@ -24,9 +24,9 @@ For each --sizes battles per pairing (default 1 and 3) of bench_upload.py's 1,20
 6. Upload rate against the bare HTTP stack (bench_upload.py's ladder scenario, one round).
 
 Then one table per figure, a column per size, with each figure's growth from the smallest size.
-Each size's database is about 0.15 to 0.3 GB per battle a pairing (1.2 GB at 7, 4.3 GB at 28);
-building one takes about 6 minutes on 2 cores at 7 battles a pairing (5,035,800 battles) and 22
-at 28 (20,143,200 battles, in one transaction whose WAL reaches about 4 GB).
+Each size's database is about 0.1 to 0.26 GB per battle a pairing (0.88 GB at 7, 2.95 GB at 28);
+building one takes about 6 minutes on 2 cores at 7 battles a pairing (5,035,800 battles) and 26
+at 28 (20,143,200 battles, in one transaction).
 Run with the project's venv: ``.venv/bin/python scripts/bench_scale.py --help``.
 """
 
