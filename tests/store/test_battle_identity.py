@@ -28,13 +28,6 @@ def _side(side: Side, **changed) -> Side:
     return replace(side, **changed)
 
 
-@pytest.fixture
-def db(app):
-    conn = store.connect(app.config["RUMBLE"]["DB"])
-    yield conn
-    conn.close()
-
-
 def test_a_repeat_is_not_logged_whatever_its_client_field_address_or_arrival(db, clock):
     first = battle()
     assert _log(db, first, clock)
