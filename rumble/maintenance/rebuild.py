@@ -58,6 +58,7 @@ PROGRESS_EVERY = 10_000
 WRITE_CACHE_KIB = 64 * 1024
 WRITE_BOTS = 100  # bots whose pairings a compiled rebuild turns into arrays and rows at once
 REPLAY_RUN = 50_000  # battles a compiled replay reads as arrays at once (read_ahead reads the next meanwhile)
+_NOT_MS = [0, 1, 2, 3, 4, 5, 6, 8]  # the columns of battle_log.scored_battle_runs but the receive time
 
 
 @dataclass
@@ -134,7 +135,7 @@ def advance(db: Store, replay: Replay, up_to: int, progress: Callable[[int], Non
             _, bot, active, _ = events[next_event]
             field.set_active(bot, active)
             next_event += 1
-        a, b = logged.first_id, logged.second_id
+        a, b, when = logged.first_id, logged.second_id, logged.received_at
         if changed is not None:
             changed.setdefault((a, b), state.get((a, b)))
             changed.setdefault((b, a), state.get((b, a)))
@@ -147,14 +148,14 @@ def advance(db: Store, replay: Replay, up_to: int, progress: Callable[[int], Non
             shares,
             (logged.first_firsts, logged.second_firsts),
             replay.rounds,
-            logged.received_at,
+            when,
         )
         if whole is not None:
             whole.before_pair(logged.id)
             record_pairings(field, a, b, state[a, b], state[b, a])
             whole.pair(logged.id)
         else:
-            rate(field, a, b, state[a, b], state[b, a], scores.battle_percent(*shares) / 100.0, logged.received_at)
+            rate(field, a, b, state[a, b], state[b, a], scores.battle_percent(*shares) / 100.0, when)
         replayed += 1
         if progress and replayed % PROGRESS_EVERY == 0:
             progress(PROGRESS_EVERY)
@@ -244,8 +245,8 @@ def _runs(db: Store, replay: Replay, up_to: int) -> Iterator[tuple[np.ndarray, .
     moved = np.array(sorted(replay.moved), dtype=np.int64)
     states = ("ok", "flagged", "removed") if len(moved) and replay.moved_to == "ok" else ("ok",)
     for rows in battle_log.scored_battle_runs(db, replay.rumble_id, replay.battle_id, up_to, REPLAY_RUN, states):
-        columns = np.array([row[:7] + row[8:] for row in rows], dtype=np.int64)
-        ms = np.array([row[7] for row in rows], dtype="datetime64[ms]").astype(np.int64)
+        read = np.array(rows, dtype=np.int64)
+        columns, ms = read[:, _NOT_MS], np.ascontiguousarray(read[:, 7])
         if len(moved):  # (as ``Replay.counts``)
             counts = np.where(np.isin(columns[:, 0], moved), replay.moved_to == "ok", columns[:, 7] == 1)
             columns, ms = columns[counts], ms[counts]

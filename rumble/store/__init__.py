@@ -25,7 +25,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
@@ -43,6 +43,21 @@ def format_time(moment: datetime) -> str:
     """The time as the store writes it, "YYYY-MM-DD HH:MM:SS.mmm" in UTC, milliseconds truncated
     (isoformat's, without its offset: about half strftime's time, and every upload stamps a few)."""
     return moment.astimezone(UTC).isoformat(" ", "milliseconds")[:23]
+
+
+_EPOCH = datetime(1970, 1, 1)
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+def time_ms(text: str) -> int:
+    """A store time "YYYY-MM-DD HH:MM:SS.mmm" (UTC) as whole milliseconds since 1970, as the battle
+    log keeps it (battles.received_ms, migrations/0031_receive_times_as_numbers.sql)."""
+    return (datetime.fromisoformat(text) - _EPOCH) // _MILLISECOND
+
+
+def ms_time(ms: int) -> str:
+    """Whole milliseconds since 1970 as the store time text: the inverse of ``time_ms``."""
+    return (_EPOCH + ms * _MILLISECOND).isoformat(" ", "milliseconds")
 
 
 class Store(sqlite_utils.Database):

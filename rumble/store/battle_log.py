@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rumble.protocol.battle import Battle
-from rumble.store import Store, note_log_write, waiting
+from rumble.store import Store, ms_time, note_log_write, time_ms, waiting
 
 LOG_COLUMNS = (
     "id",
@@ -53,7 +53,7 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
     cursor = db.execute(
         "INSERT INTO battles (rumble_id, setup_id, teams, melee, rounds, uploader, client_time, "
         "first_bot_id, first_score, first_bullet_damage, first_firsts, "
-        "second_bot_id, second_score, second_bullet_damage, second_firsts, received_at, address_id, state) "
+        "second_bot_id, second_score, second_bullet_damage, second_firsts, received_ms, address_id, state) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             rumble_id,
@@ -71,7 +71,7 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
             second.score,
             second.bullet_damage,
             second.firsts,
-            battle.received_at,
+            time_ms(battle.received_at),
             address_id(db, battle.remote_addr),
             battle.state,
         ),
@@ -142,8 +142,13 @@ class LoggedBattle:
     second_score: int
     first_firsts: int
     second_firsts: int
-    received_at: str
+    received_ms: int  # the receive time, whole milliseconds since 1970 (battles.received_ms)
     state: str = "ok"
+
+    @property
+    def received_at(self) -> str:
+        """The receive time as the store's text (what the online path was given)."""
+        return ms_time(self.received_ms)
 
 
 def log_pages(
@@ -173,7 +178,7 @@ def log_pages(
         last = rows[-1][0]
 
 
-_SCORED = "id, first_bot_id, second_bot_id, first_score, second_score, first_firsts, second_firsts, received_at"
+_SCORED = "id, first_bot_id, second_bot_id, first_score, second_score, first_firsts, second_firsts, received_ms"
 
 
 def iter_scored_battles(
@@ -200,7 +205,7 @@ def scored_battle_runs(
 ) -> Iterator[list[tuple[int, int, int, int, int, int, int, str, int]]]:
     """The rumble's battles in ``states`` with ids in (after, up_to], in log order, as lists of at
     most ``batch`` rows (id, first bot, second bot, first score, second score, first firsts, second
-    firsts, received_at, 1 if its state is 'ok' else 0): what the compiled replay reads
+    firsts, receive time in ms since 1970, 1 if its state is 'ok' else 0): what the compiled replay reads
     (rumble.maintenance.rebuild)."""
     return log_pages(db, _SCORED + ", state = 'ok'", rumble_id, after, up_to, states, batch)
 

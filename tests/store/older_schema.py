@@ -13,7 +13,8 @@ from rumble.store.migrations import migrate
 def older_copy(source: Store, path: Path, stop_before: str) -> Store:
     """A new database at ``path`` migrated up to (not including) ``stop_before``, with ``source``'s
     rumbles, bots, addresses and battles; a battle's address as its text while the log kept it so (before
-    migration 0028), and its protocol version, client version and battlefield (before 0029)."""
+    migration 0028), its protocol version, client version and battlefield (before 0029), and its
+    receive time (before 0031)."""
     old = store.connect(path, migrate=False)
     migrate(old, stop_before=stop_before)
     for table in ("rumbles", "bots", "uploader_addresses", "battles"):
@@ -31,6 +32,9 @@ def older_copy(source: Store, path: Path, stop_before: str) -> Store:
             columns += ["version", "client", "field"]
             chosen += ["u.version", "u.client", "u.field"]
             joined += " JOIN battle_setups u ON u.id = t.setup_id"
+        if table == "battles" and "received_ms" not in have:  # (table_info leaves out the virtual received_at)
+            columns.append("received_at")
+            chosen.append("t.received_at")
         rows = source.execute(f"SELECT {', '.join(chosen)} FROM {table} t{joined}").fetchall()
         # (the migrations made the rumbles; a battle goes in plainly: an OR REPLACE would override
         # the conflict clauses of the log's triggers too)
