@@ -3,7 +3,7 @@ active participant, changes of number 1 in the daily snapshot, retirements. Read
 
 from __future__ import annotations
 
-from rumble.store import Store
+from rumble.store import Store, ms_time
 
 NEW_BOT_DAYS = 30  # a bot first seen within this many days is "new" when it completes its pairings (the feed)
 
@@ -22,21 +22,23 @@ def complete_bots(db: Store, rumble_id: int, since: str) -> list[tuple[int, str]
 def completions(db: Store, rumble_id: int, bots: list[tuple[int, str]]) -> list[dict]:
     """When each of ``bots`` (``complete_bots``) completed: the first battle of the last of its
     pairings with an active bot to get one; name and time, newest first. Each bot's battles are
-    read (through battles_by_pairing): a few ms a bot at one battle a pairing of a 1,200-bot ladder."""
+    read (through battles_by_pairing): a few ms a bot at one battle a pairing of a 1,200-bot ladder.
+    The times are compared as the log keeps them, in milliseconds (the text, received_at, is
+    computed from them for each row that reads it), and the one found turned into text."""
     found = []
     for bot, name in bots:
         at = db.execute(
-            "SELECT max(first_at) FROM (SELECT x.opponent, min(x.received_at) AS first_at FROM ("
-            "  SELECT second_bot_id AS opponent, received_at FROM battles "
+            "SELECT max(first_at) FROM (SELECT x.opponent, min(x.received_ms) AS first_at FROM ("
+            "  SELECT second_bot_id AS opponent, received_ms FROM battles "
             "  WHERE rumble_id = ?1 AND first_bot_id = ?2 AND state = 'ok' "
-            "  UNION ALL SELECT first_bot_id, received_at FROM battles "
+            "  UNION ALL SELECT first_bot_id, received_ms FROM battles "
             "  WHERE rumble_id = ?1 AND first_bot_id IN (SELECT bot_id FROM participants WHERE rumble_id = ?1) "
             "  AND second_bot_id = ?2 AND state = 'ok'"
             ") x JOIN participants q ON q.rumble_id = ?1 AND q.bot_id = x.opponent AND q.active = 1 GROUP BY x.opponent)",
             (rumble_id, bot),
         ).fetchone()[0]
         if at is not None:
-            found.append({"name": name, "at": at[:19]})
+            found.append({"name": name, "at": ms_time(at)[:19]})
     return sorted(found, key=lambda r: r["at"], reverse=True)
 
 
