@@ -202,7 +202,7 @@ def scored_battle_runs(
     up_to: int | None = None,
     batch: int = 50_000,
     states: tuple[str, ...] = ("ok",),
-) -> Iterator[list[tuple[int, int, int, int, int, int, int, str, int]]]:
+) -> Iterator[list[tuple[int, int, int, int, int, int, int, int, int]]]:
     """The rumble's battles in ``states`` with ids in (after, up_to], in log order, as lists of at
     most ``batch`` rows (id, first bot, second bot, first score, second score, first firsts, second
     firsts, receive time in ms since 1970, 1 if its state is 'ok' else 0): what the compiled replay reads

@@ -13,7 +13,7 @@ from conftest import battle
 from rumble import store
 from rumble.ingest import apply
 from rumble.maintenance.rebuild import rebuild_rumble
-from rumble.store import battle_log, ms_time, time_ms
+from rumble.store import battle_log, ladder_events, ms_time, time_ms
 from rumble.store.migrations import migrate
 from tests.store.older_schema import older_copy
 
@@ -115,3 +115,21 @@ def test_a_rebuild_from_the_milliseconds_equals_the_online_tables(db, clock, bat
     assert [row["received_at"] for row in battle_log.log_rows(db)] == [
         ms_time(m) for (m,) in db.execute("SELECT received_ms FROM battles ORDER BY id")
     ]
+
+
+def test_the_feeds_completions_are_the_times_of_the_battles_that_completed_them(db, clock):
+    """``ladder_events.completions`` compares the milliseconds: each bot's completion is the text of
+    the first battle of the last of its pairings to get one, as read from the log's text here."""
+    _log(db, clock, 12)
+    rid = db.execute("SELECT id FROM rumbles WHERE name = 'roborumble'").fetchone()[0]
+    ids = {name: bot_id for bot_id, name in db.execute("SELECT id, full_name FROM bots")}
+    firsts: dict[tuple[str, str], str] = {}
+    for row in battle_log.log_rows(db, rid):
+        for bot, opponent in ((row["first_name"], row["second_name"]), (row["second_name"], row["first_name"])):
+            firsts[bot, opponent] = min(firsts.get((bot, opponent), row["received_at"]), row["received_at"])
+    expected = sorted(
+        ({"name": b, "at": max(t for (x, _), t in firsts.items() if x == b)[:19]} for b in BOTS),
+        key=lambda r: r["at"],
+        reverse=True,
+    )
+    assert ladder_events.completions(db, rid, [(ids[b], b) for b in BOTS]) == expected
