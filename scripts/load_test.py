@@ -257,7 +257,7 @@ def check_log(db: Path, expected_present: list[Battle], exactly: bool, all_ok: b
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         rows = conn.execute(
-            "SELECT b.uploader, b.client_time, f.full_name, s.full_name, b.first_score, b.second_score, b.state "
+            "SELECT (SELECT name FROM uploaders WHERE id = b.uploader_id), b.client_time, f.full_name, s.full_name, b.first_score, b.second_score, b.state "
             "FROM battles b JOIN bots f ON f.id = b.first_bot_id JOIN bots s ON s.id = b.second_bot_id"
         ).fetchall()
         logged = Counter(tuple(row[:6]) for row in rows)

@@ -169,9 +169,9 @@ def log_counts(db: Path, uploaders: list[str]) -> dict[tuple, int]:
     try:
         marks = ",".join("?" * len(uploaders))
         rows = conn.execute(
-            "SELECT b.uploader, b.client_time, f.full_name, s.full_name, b.first_score, b.second_score, count(*) "
+            "SELECT (SELECT name FROM uploaders WHERE id = b.uploader_id), b.client_time, f.full_name, s.full_name, b.first_score, b.second_score, count(*) "
             "FROM battles b JOIN bots f ON f.id = b.first_bot_id JOIN bots s ON s.id = b.second_bot_id "
-            f"WHERE b.uploader IN ({marks}) GROUP BY 1, 2, 3, 4, 5, 6",
+            f"WHERE b.uploader_id IN (SELECT id FROM uploaders WHERE name IN ({marks})) GROUP BY 1, 2, 3, 4, 5, 6",
             uploaders,
         ).fetchall()
     finally:

@@ -75,7 +75,9 @@ def _fresh_rebuild_equals_tables(app) -> dict:
 
 def _states(app) -> dict[str, dict[str, int]]:
     db = _db(app)
-    rows = db.execute("SELECT uploader, state, count(*) FROM battles GROUP BY uploader, state").fetchall()
+    rows = db.execute(
+        "SELECT u.name, state, count(*) FROM battles JOIN uploaders u ON u.id = uploader_id GROUP BY u.name, state"
+    ).fetchall()
     db.close()
     found: dict[str, dict[str, int]] = defaultdict(dict)
     for uploader, state, count in rows:
@@ -179,7 +181,12 @@ def test_flag_by_remote_address_time_range_and_client_version(app, client, clock
     assert answer["battles"] == job["result"]["battles"] == 0
     # Ids, as a JSON array or as text.
     db = _db(app)
-    bobs = [row[0] for row in db.execute("SELECT id FROM battles WHERE uploader = 'Bob' ORDER BY id")]
+    bobs = [
+        row[0]
+        for row in db.execute(
+            "SELECT id FROM battles WHERE uploader_id = (SELECT id FROM uploaders WHERE name = 'Bob') ORDER BY id"
+        )
+    ]
     db.close()
     assert post_and_wait(client, "/admin/flag", auth, json={"ids": bobs})[1]["result"]["battles"] == 2
     assert (

@@ -667,7 +667,13 @@ def test_a_rebuild_or_rollback_computed_aside_equals_a_blocking_one_with_pairs_a
     _melee_session(db, random.Random(3))
     rid = rumble_id(db, "meleerumble")
     moved = (
-        frozenset(row[0] for row in db.execute("SELECT id FROM battles WHERE uploader = 'B' AND rumble_id = ?", (rid,)))
+        frozenset(
+            row[0]
+            for row in db.execute(
+                "SELECT id FROM battles WHERE uploader_id = (SELECT id FROM uploaders WHERE name = 'B') AND rumble_id = ?",
+                (rid,),
+            )
+        )
         if moved_to == "removed"
         else frozenset()
     )

@@ -37,7 +37,7 @@ LOG_COLUMNS = (
 # (migrations/0030_battle_identity_through_the_pairing_index.sql).
 _SAME_RESULT = (
     "SELECT 1 FROM battles WHERE rumble_id = ? AND first_bot_id = ? AND second_bot_id = ? AND client_time = ? "
-    "AND uploader = ? AND first_score = ? AND second_score = ? AND first_bullet_damage = ? "
+    "AND uploader_id = ? AND first_score = ? AND second_score = ? AND first_bullet_damage = ? "
     "AND second_bullet_damage = ? AND first_firsts = ? AND second_firsts = ? LIMIT 1"
 )
 
@@ -46,12 +46,12 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
     """Append ``battle`` to the log and return its id, or None if the same result is already there
     (caller holds the write transaction, so no equal result can be logged between the look and the insert)."""
     first, second = battle.first, battle.second
-    identity = (rumble_id, first_id, second_id, battle.time_ms, battle.uploader)
+    identity = (rumble_id, first_id, second_id, battle.time_ms, uploader_id(db, battle.uploader))
     figures = (first.score, second.score, first.bullet_damage, second.bullet_damage, first.firsts, second.firsts)
     if db.execute(_SAME_RESULT, identity + figures).fetchone() is not None:
         return None
     cursor = db.execute(
-        "INSERT INTO battles (rumble_id, setup_id, teams, melee, rounds, uploader, client_time, "
+        "INSERT INTO battles (rumble_id, setup_id, teams, melee, rounds, uploader_id, client_time, "
         "first_bot_id, first_score, first_bullet_damage, first_firsts, "
         "second_bot_id, second_score, second_bullet_damage, second_firsts, received_ms, address_id, state) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -61,7 +61,7 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
             int(battle.teams),
             int(battle.melee),
             battle.rounds,
-            battle.uploader,
+            identity[4],
             battle.time_ms,
             first_id,
             first.score,
@@ -94,6 +94,19 @@ def setup_id(db: Store, version: str, client: str, field: str) -> int:
     ).fetchone()[0]
 
 
+def uploader_id(db: Store, name: str) -> int:
+    """The number the log keeps uploader ``name`` under (made on its first battle, inside the
+    caller's transaction; migrations/0032_uploaders_as_numbers.sql)."""
+    ids = db._cache.setdefault("uploader_ids", {})
+    found = ids.get(name)
+    if found is None:
+        row = db.execute("SELECT id FROM uploaders WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            row = db.execute("INSERT INTO uploaders (name) VALUES (?) RETURNING id", (name,)).fetchone()
+        found = ids[name] = row[0]
+    return found
+
+
 def address_id(db: Store, remote_addr: str | None) -> int | None:
     """The number the log keeps ``remote_addr`` under (made on its first battle); None for none."""
     if remote_addr is None:
@@ -116,7 +129,7 @@ def latest_uploader(db: Store, remote_addr: str | None, rumble_id: int, since: s
     address then counts as having uploaded nothing since, until its next upload, the safe side for
     the privilege this decides.)"""
     rows = db.execute(
-        "SELECT uploader, received_at, state FROM battles "
+        "SELECT (SELECT name FROM uploaders WHERE id = uploader_id), received_at, state FROM battles "
         "WHERE address_id = (SELECT id FROM uploader_addresses WHERE remote_addr = ?) AND rumble_id = ? ORDER BY id DESC",
         (remote_addr, rumble_id),
     )
@@ -231,10 +244,11 @@ def count_battles(db: Store, rumble_id: int | None = None) -> int:
 def log_rows(db: Store, rumble_id: int | None = None) -> Iterator[dict]:
     """The log with names instead of ids, in log order (export, tests)."""
     sql = (
-        "SELECT b.id, r.name, u.version, u.client, b.teams, b.melee, b.rounds, u.field, b.uploader, b.client_time, "
+        "SELECT b.id, r.name, u.version, u.client, b.teams, b.melee, b.rounds, u.field, n.name, b.client_time, "
         "f.full_name, b.first_score, b.first_bullet_damage, b.first_firsts, "
         "s.full_name, b.second_score, b.second_bullet_damage, b.second_firsts, b.received_at, d.remote_addr, b.state "
         "FROM battles b JOIN rumbles r ON r.id = b.rumble_id JOIN battle_setups u ON u.id = b.setup_id "
+        "JOIN uploaders n ON n.id = b.uploader_id "
         "JOIN bots f ON f.id = b.first_bot_id JOIN bots s ON s.id = b.second_bot_id "
         "LEFT JOIN uploader_addresses d ON d.id = b.address_id"
     )

@@ -51,7 +51,7 @@ def _where(f: BattleFilter, states: Iterable[str]) -> tuple[str, list]:
     params: list[str | int] = list(states)
     for compared, value in (
         ("r.name = ?", f.game),
-        ("b.uploader = ?", f.uploader),
+        ("b.uploader_id = (SELECT id FROM uploaders WHERE name = ?)", f.uploader),
         ("b.address_id = (SELECT id FROM uploader_addresses WHERE remote_addr = ?)", f.remote_addr),
         ("b.setup_id IN (SELECT id FROM battle_setups WHERE client = ?)", f.client),
     ):
@@ -162,11 +162,12 @@ BATTLE_COLUMNS = (
 def battles_in_state(db: Store, state: str, limit: int = 200) -> list[dict]:
     """The newest ``limit`` battles in ``state`` with names, and the plausibility reason if any."""
     rows = db.execute(
-        "SELECT b.id, r.name, b.uploader, d.remote_addr, u.client, b.received_at, f.full_name, b.first_score, b.first_firsts, "
+        "SELECT b.id, r.name, n.name, d.remote_addr, u.client, b.received_at, f.full_name, b.first_score, b.first_firsts, "
         "s.full_name, b.second_score, b.second_firsts, b.rounds, b.state, "
         "(SELECT reason FROM battle_flags WHERE battle_id = b.id) "
         "FROM battles b JOIN rumbles r ON r.id = b.rumble_id JOIN battle_setups u ON u.id = b.setup_id "
-        "JOIN bots f ON f.id = b.first_bot_id JOIN bots s ON s.id = b.second_bot_id "
+        "JOIN uploaders n ON n.id = b.uploader_id JOIN bots f ON f.id = b.first_bot_id "
+        "JOIN bots s ON s.id = b.second_bot_id "
         "LEFT JOIN uploader_addresses d ON d.id = b.address_id WHERE b.state = ? ORDER BY b.id DESC LIMIT ?",
         (state, limit),
     ).fetchall()

@@ -178,7 +178,8 @@ def _pairing_battles(db: Store, rumble_id: int, a: int, b: int) -> list[dict]:
         "CASE WHEN first_bot_id = ? THEN second_bullet_damage ELSE first_bullet_damage END, "
         "CASE WHEN first_bot_id = ? THEN first_firsts ELSE second_firsts END, "
         "CASE WHEN first_bot_id = ? THEN second_firsts ELSE first_firsts END, "
-        "rounds, uploader, (SELECT client FROM battle_setups WHERE id = setup_id), state FROM battles "
+        "rounds, (SELECT name FROM uploaders WHERE id = uploader_id), "
+        "(SELECT client FROM battle_setups WHERE id = setup_id), state FROM battles "
         # a bot never battles itself, so both IN lists together mean "A and B, in either order"; the
         # form lets battles_by_pairing (migration 0006) serve both orders
         # no ORDER BY: SQLite would walk battles_by_rumble in id order over the whole rumble for it

@@ -97,17 +97,17 @@ def battle_rows(conn: sqlite3.Connection, rumble_id: int) -> Iterator[tuple]:
     """The rumble's battle log in log order, bots by name (no network addresses)."""
     yield from conn.execute(
         "SELECT x.id, substr(x.received_at, 1, 23), x.client_time, f.full_name, x.first_score, x.first_bullet_damage, "
-        "x.first_firsts, s.full_name, x.second_score, x.second_bullet_damage, x.second_firsts, x.rounds, x.uploader, "
-        "u.client, x.state FROM battles x JOIN battle_setups u ON u.id = x.setup_id "
+        "x.first_firsts, s.full_name, x.second_score, x.second_bullet_damage, x.second_firsts, x.rounds, n.name, "
+        "u.client, x.state FROM battles x JOIN battle_setups u ON u.id = x.setup_id JOIN uploaders n ON n.id = x.uploader_id "
         "JOIN bots f ON f.id = x.first_bot_id JOIN bots s ON s.id = x.second_bot_id "
         "WHERE x.rumble_id = ? ORDER BY x.id",
         (rumble_id,),
     )
 
 
-# Tables copied whole or by their own rule: the rumble, its bots, and the battles' setups (a few rows,
-# which the battles name by number).
-WHOLE = ("rumbles", "bots", "battle_setups")
+# Tables copied whole or by their own rule: the rumble, its bots, the battles' setups (a few rows,
+# which the battles name by number) and the rumble's uploaders (which they name by number too).
+WHOLE = ("rumbles", "bots", "battle_setups", "uploaders")
 
 
 def _exported_tables(conn: sqlite3.Connection) -> list[str]:
@@ -132,6 +132,8 @@ def _where(table: str) -> str:
         return "WHERE id IN (SELECT bot_id FROM src.participants WHERE rumble_id = :rumble)"
     if table == "battle_setups":
         return ""
+    if table == "uploaders":
+        return "WHERE id IN (SELECT uploader_id FROM src.battles WHERE rumble_id = :rumble)"
     return "WHERE rumble_id = :rumble"
 
 

@@ -45,7 +45,8 @@ class MeleeRating:
 
 _BATTLE = "id, first_time, last_time, last_received, pairs"
 _PAIR = (
-    "id, uploader, client_time, received_at, first_bot_id, first_score, first_bullet_damage, first_firsts, "
+    "id, (SELECT name FROM uploaders WHERE id = uploader_id), client_time, received_at, first_bot_id, first_score, "
+    "first_bullet_damage, first_firsts, "
     "second_bot_id, second_score, second_bullet_damage, second_firsts"
 )
 
@@ -338,7 +339,7 @@ def priority_closes(db: Store, rumble_id: int, after: int, up_to: int | None) ->
 # replays them aside: ``make_shadow``); its general rumble's are always read from ``main``.
 _TWIN = (
     "JOIN battles d ON d.id = m.id JOIN battles g ON g.rumble_id = ? AND g.client_time = d.client_time "
-    "AND g.uploader = d.uploader AND g.first_bot_id = d.first_bot_id AND g.second_bot_id = d.second_bot_id "
+    "AND g.uploader_id = d.uploader_id AND g.first_bot_id = d.first_bot_id AND g.second_bot_id = d.second_bot_id "
     "AND g.first_score = d.first_score AND g.second_score = d.second_score "
     "AND g.first_bullet_damage = d.first_bullet_damage AND g.second_bullet_damage = d.second_bullet_damage "
     "AND g.first_firsts = d.first_firsts AND g.second_firsts = d.second_firsts "

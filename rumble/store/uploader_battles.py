@@ -14,16 +14,18 @@ def sole_uploaders(db: Store, rumble_id: int, bot: int) -> dict[str, str]:
     """Opponent's full name -> the one uploader, for each of ``bot``'s pairings whose accepted battles
     all come from one uploader. Both orders of the pair go through the index battles_by_pairing."""
     rows = db.execute(
-        "SELECT o.full_name, min(x.uploader), max(x.uploader) FROM ("
-        "  SELECT second_bot_id AS opponent, uploader FROM battles "
-        "  WHERE rumble_id = ?1 AND first_bot_id = ?2 AND state = 'ok' "
-        "  UNION ALL SELECT first_bot_id, uploader FROM battles "
-        "  WHERE rumble_id = ?1 AND first_bot_id IN (SELECT bot_id FROM participants WHERE rumble_id = ?1) "
-        "  AND second_bot_id = ?2 AND state = 'ok'"
-        ") x JOIN bots o ON o.id = x.opponent GROUP BY x.opponent HAVING min(x.uploader) = max(x.uploader)",
+        "SELECT o.full_name, n.name FROM ("
+        "  SELECT opponent, min(uploader_id) AS sole FROM ("
+        "    SELECT second_bot_id AS opponent, uploader_id FROM battles "
+        "    WHERE rumble_id = ?1 AND first_bot_id = ?2 AND state = 'ok' "
+        "    UNION ALL SELECT first_bot_id, uploader_id FROM battles "
+        "    WHERE rumble_id = ?1 AND first_bot_id IN (SELECT bot_id FROM participants WHERE rumble_id = ?1) "
+        "    AND second_bot_id = ?2 AND state = 'ok'"
+        "  ) GROUP BY opponent HAVING min(uploader_id) = max(uploader_id)"
+        ") x JOIN bots o ON o.id = x.opponent JOIN uploaders n ON n.id = x.sole",
         (rumble_id, bot),
     ).fetchall()
-    return {name: low for name, low, _ in rows}
+    return dict(rows)
 
 
 def pair_sole_uploaders(db: Store, rumble_id: int, pairs: list[tuple[int, int]]) -> dict[tuple[int, int], str]:
@@ -42,15 +44,17 @@ def pair_sole_uploaders(db: Store, rumble_id: int, pairs: list[tuple[int, int]])
         # whole log through the index's first column and match each battle against the pairs: about
         # 0.4 s per priority batch in the 1,200-bot ladder, under the write lock (3.40 seeks either way).
         rows = db.execute(
-            f"WITH p(a, b) AS (VALUES {values}) SELECT a, b, min(uploader), max(uploader) FROM ("
-            "  SELECT p.a, p.b, x.uploader FROM p CROSS JOIN battles x ON x.rumble_id = ? AND x.first_bot_id = p.a "
-            "  AND x.second_bot_id = p.b WHERE x.state = 'ok' UNION ALL "
-            "  SELECT p.a, p.b, x.uploader FROM p CROSS JOIN battles x ON x.rumble_id = ? AND x.first_bot_id = p.b "
-            "  AND x.second_bot_id = p.a WHERE x.state = 'ok'"
-            ") GROUP BY a, b",
+            f"WITH p(a, b) AS (VALUES {values}) SELECT a, b, n.name FROM ("
+            "  SELECT a, b, min(uploader_id) AS sole FROM ("
+            "    SELECT p.a, p.b, x.uploader_id FROM p CROSS JOIN battles x ON x.rumble_id = ? "
+            "    AND x.first_bot_id = p.a AND x.second_bot_id = p.b WHERE x.state = 'ok' UNION ALL "
+            "    SELECT p.a, p.b, x.uploader_id FROM p CROSS JOIN battles x ON x.rumble_id = ? "
+            "    AND x.first_bot_id = p.b AND x.second_bot_id = p.a WHERE x.state = 'ok'"
+            "  ) GROUP BY a, b HAVING min(uploader_id) = max(uploader_id)"
+            ") JOIN uploaders n ON n.id = sole",
             (*(value for pair in chunk for value in pair), rumble_id, rumble_id),
         ).fetchall()
-        found.update({(a, b): low for a, b, low, high in rows if low == high})
+        found.update({(a, b): name for a, b, name in rows})
     return found
 
 

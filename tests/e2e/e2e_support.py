@@ -82,8 +82,9 @@ class LiveServer:
             rows = db.execute(
                 "SELECT b.id, r.name AS game, f.full_name AS first, s.full_name AS second, b.first_score, "
                 "b.second_score, b.first_bullet_damage, b.second_bullet_damage, b.first_firsts, b.second_firsts, "
-                "b.client_time, b.uploader, u.client, b.rounds, u.field, b.teams, b.melee, b.state "
+                "b.client_time, n.name AS uploader, u.client, b.rounds, u.field, b.teams, b.melee, b.state "
                 "FROM battles b JOIN rumbles r ON r.id = b.rumble_id JOIN battle_setups u ON u.id = b.setup_id "
+                "JOIN uploaders n ON n.id = b.uploader_id "
                 "JOIN bots f ON f.id = b.first_bot_id "
                 "JOIN bots s ON s.id = b.second_bot_id ORDER BY b.id"
             ).fetchall()

@@ -185,7 +185,7 @@ def test_uploads_are_answered_during_a_rebuild_and_a_rollback_and_the_lock_is_he
         sent = [(row[4].first.name, row[4].second.name, row[4].time_ms) for row in client.seen if _answered_ok(row)]
         logged = db.execute(
             "SELECT a.full_name, b.full_name, client_time FROM battles JOIN bots a ON a.id = first_bot_id"
-            " JOIN bots b ON b.id = second_bot_id WHERE uploader = ? ORDER BY battles.id",
+            " JOIN bots b ON b.id = second_bot_id WHERE uploader_id = (SELECT id FROM uploaders WHERE name = ?) ORDER BY battles.id",
             (f"client-{client.index}",),
         ).fetchall()
         assert [tuple(row) for row in logged] == sent

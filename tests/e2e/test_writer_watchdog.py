@@ -163,9 +163,9 @@ def _check_answers_and_log(server: LiveServer, clients: _Clients) -> None:
         logged = {
             (uploader, client_time, first, second): count
             for uploader, client_time, first, second, count in db.execute(
-                "SELECT b.uploader, b.client_time, f.full_name, s.full_name, count(*) FROM battles b "
+                "SELECT (SELECT name FROM uploaders WHERE id = b.uploader_id), b.client_time, f.full_name, s.full_name, count(*) FROM battles b "
                 "JOIN bots f ON f.id = b.first_bot_id JOIN bots s ON s.id = b.second_bot_id "
-                "GROUP BY b.uploader, b.client_time, f.full_name, s.full_name"
+                "GROUP BY b.uploader_id, b.client_time, f.full_name, s.full_name"
             )
         }
     sent = {(battle.uploader, battle.time_ms, battle.first.name, battle.second.name) for battle, _ in clients.sent}

@@ -12,12 +12,12 @@ from rumble.store.migrations import migrate
 
 def older_copy(source: Store, path: Path, stop_before: str) -> Store:
     """A new database at ``path`` migrated up to (not including) ``stop_before``, with ``source``'s
-    rumbles, bots, addresses and battles; a battle's address as its text while the log kept it so (before
-    migration 0028), its protocol version, client version and battlefield (before 0029), and its
-    receive time (before 0031)."""
+    rumbles, bots, addresses, setups, uploaders and battles; a battle's address as its text while the log kept it so (before
+    migration 0028), its protocol version, client version and battlefield (before 0029), its
+    receive time (before 0031) and its uploader's name (before 0032)."""
     old = store.connect(path, migrate=False)
     migrate(old, stop_before=stop_before)
-    for table in ("rumbles", "bots", "uploader_addresses", "battles"):
+    for table in ("rumbles", "bots", "uploader_addresses", "battle_setups", "uploaders", "battles"):
         have = [row[1] for row in old.execute(f"PRAGMA table_info({table})")]
         if not have:  # a table of a later migration
             continue
@@ -32,6 +32,10 @@ def older_copy(source: Store, path: Path, stop_before: str) -> Store:
             columns += ["version", "client", "field"]
             chosen += ["u.version", "u.client", "u.field"]
             joined += " JOIN battle_setups u ON u.id = t.setup_id"
+        if table == "battles" and "uploader_id" not in have:
+            columns.append("uploader")
+            chosen.append("n.name")
+            joined += " JOIN uploaders n ON n.id = t.uploader_id"
         if table == "battles" and "received_ms" not in have:  # (table_info leaves out the virtual received_at)
             columns.append("received_at")
             chosen.append("t.received_at")

@@ -40,7 +40,8 @@ def _reference(db: store.Store, rid: int, uploader: str) -> tuple[tuple[str, str
     names = dict(db.execute("SELECT id, full_name FROM bots").fetchall())
     uploaders: dict[frozenset, set[str]] = {}
     for a, b, who in db.execute(
-        "SELECT first_bot_id, second_bot_id, uploader FROM battles WHERE rumble_id = ? AND state = 'ok'", (rid,)
+        "SELECT first_bot_id, second_bot_id, (SELECT name FROM uploaders WHERE id = uploader_id) FROM battles WHERE rumble_id = ? AND state = 'ok'",
+        (rid,),
     ):
         uploaders.setdefault(frozenset((a, b)), set()).add(who)
 

@@ -155,7 +155,9 @@ def test_a_rollback_computed_aside_moves_only_the_battles_that_matched_when_aske
     assert outcome.moved == {"roborumble": 30}
     _assert_worker_copy_equals_a_fresh_load(app)
     states = dict(
-        db.execute("SELECT state, count(*) FROM battles WHERE uploader = 'Mallory' GROUP BY state").fetchall()
+        db.execute(
+            "SELECT state, count(*) FROM battles WHERE uploader_id = (SELECT id FROM uploaders WHERE name = 'Mallory') GROUP BY state"
+        ).fetchall()
     )
     assert states == {"removed": 30, "ok": 12 + 6 + 1}  # those sent while it ran still count
     assert _tables(db) == _fresh_rebuild(db)
@@ -173,7 +175,12 @@ def test_a_state_change_is_replayed_in_compiled_code_and_equals_a_fresh_rebuild(
     _season(upload, rng, 60, now_ms())
     _season(upload, rng, 25, now_ms() - 1000, uploader="Mallory")
     db = store.connect(app.config["RUMBLE"]["DB"])
-    mallory = [battle_id for (battle_id,) in db.execute("SELECT id FROM battles WHERE uploader = 'Mallory'")]
+    mallory = [
+        battle_id
+        for (battle_id,) in db.execute(
+            "SELECT id FROM battles WHERE uploader_id = (SELECT id FROM uploaders WHERE name = 'Mallory')"
+        )
+    ]
     if moved_to == "ok":  # an unflag: Mallory's battles flagged first, the tables rebuilt to match
         with store.write(db):
             battle_states.set_state_of(db, mallory, ("ok",), "flagged")
@@ -190,7 +197,9 @@ def test_a_state_change_is_replayed_in_compiled_code_and_equals_a_fresh_rebuild(
     assert job.replay.arrays is not None and job.replay.state == {}  # the compiled replay's arrays
     after = _tables(db)
     assert after == _fresh_rebuild(db) and after != before
-    counted = db.execute("SELECT count(*) FROM battles WHERE uploader = 'Mallory' AND state = 'ok'").fetchone()[0]
+    counted = db.execute(
+        "SELECT count(*) FROM battles WHERE uploader_id = (SELECT id FROM uploaders WHERE name = 'Mallory') AND state = 'ok'"
+    ).fetchone()[0]
     assert counted == (25 if moved_to == "ok" else 0)
     db.close()
 
@@ -212,7 +221,9 @@ def test_a_worker_catches_up_on_the_pairs_a_swap_rewrote_unless_they_are_a_large
     pairs = {tuple(sorted(p)) for p in db.execute("SELECT first_bot_id, second_bot_id FROM battles")}
     rolled = {
         tuple(sorted(p))
-        for p in db.execute("SELECT first_bot_id, second_bot_id FROM battles WHERE uploader = 'Mallory'")
+        for p in db.execute(
+            "SELECT first_bot_id, second_bot_id FROM battles WHERE uploader_id = (SELECT id FROM uploaders WHERE name = 'Mallory')"
+        )
     }
     assert 0.1 * len(pairs) < len(rolled) <= len(pairs)  # more than a tenth of the rumble's pairs change
     outcome = jobs.change_battles(

@@ -115,7 +115,7 @@ def _logged(db, game: str) -> list[tuple[str, str | None, str, str, float, float
     """Every accepted battle of ``game`` from the log's rows: (uploader, address, a, b, a's %, b's %),
     a before b by name, each percentage as the rumble scores it (score share, or rounds won)."""
     rows = db.execute(
-        "SELECT x.uploader, d.remote_addr, fa.full_name, fb.full_name, x.first_score, x.second_score, "
+        "SELECT (SELECT name FROM uploaders WHERE id = x.uploader_id), d.remote_addr, fa.full_name, fb.full_name, x.first_score, x.second_score, "
         "x.first_firsts, x.second_firsts, x.rounds, r.scoring FROM battles x JOIN rumbles r ON r.id = x.rumble_id "
         "JOIN bots fa ON fa.id = x.first_bot_id JOIN bots fb ON fb.id = x.second_bot_id "
         "LEFT JOIN uploader_addresses d ON d.id = x.address_id WHERE r.name = ? AND x.state = 'ok'",

@@ -38,7 +38,7 @@ def test_upload_is_stored_and_answered_with_counts_and_ok(app, client):
     assert lines[-2:] == ["<1 1>", "OK. sample.Corners 1.0 vs sample.RamFire 1.0 received for roborumble"]
     with _db(app) as conn:
         row = conn.execute(
-            "SELECT uploader, u.client, first_score, second_score, first_firsts, d.remote_addr, state "
+            "SELECT (SELECT name FROM uploaders WHERE id = uploader_id), u.client, first_score, second_score, first_firsts, d.remote_addr, state "
             "FROM battles JOIN uploader_addresses d ON d.id = address_id JOIN battle_setups u ON u.id = setup_id"
         ).fetchone()
     assert row == ("Jane Doe", "1.9.3.9", 6598, 4883, 32, "127.0.0.1", "ok")

@@ -335,7 +335,10 @@ def test_csv_cells_that_would_start_a_formula_get_a_leading_quote_and_json_and_s
     copy = sqlite3.connect(path)
     try:
         assert [
-            u for (u,) in copy.execute("SELECT uploader FROM battles ORDER BY id")
+            u
+            for (u,) in copy.execute(
+                "SELECT u.name FROM battles b JOIN uploaders u ON u.id = b.uploader_id ORDER BY b.id"
+            )
         ] == UPLOADERS  # SQLite: as stored
     finally:
         copy.close()

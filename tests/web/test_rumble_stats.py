@@ -141,7 +141,7 @@ def test_the_uploads_chart_adds_refusals_and_server_time_once_counted(app, clien
 def _log_counts(db) -> list[tuple]:
     """An independent count of the log: battles and last upload per rumble, uploader and UTC day."""
     return db.execute(
-        "SELECT rumble_id, uploader, substr(received_at, 1, 10), count(*), max(received_at) FROM battles GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+        "SELECT rumble_id, (SELECT name FROM uploaders WHERE id = uploader_id), substr(received_at, 1, 10), count(*), max(received_at) FROM battles GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
     ).fetchall()
 
 

@@ -310,7 +310,11 @@ def test_a_stranger_moves_a_bot_by_a_bounded_number_of_battles_a_day(app, client
     assert answer.splitlines()[-1].startswith("OK. ")  # held is still acknowledged: the client drops it
     db = store.connect(app.config["RUMBLE"]["DB"])
     reasons = [r for (r,) in db.execute("SELECT reason FROM battle_flags ORDER BY battle_id")]
-    states = dict(db.execute("SELECT state, count(*) FROM battles WHERE uploader = 'Forger' GROUP BY state"))
+    states = dict(
+        db.execute(
+            "SELECT state, count(*) FROM battles WHERE uploader_id = (SELECT id FROM uploaders WHERE name = 'Forger') GROUP BY state"
+        )
+    )
     db.close()
     assert states == {"ok": 20, "flagged": 10}
     assert set(reasons) == {

@@ -71,7 +71,9 @@ def test_api_lists_every_uploader_and_flags_the_cheat(client, upload, clock):
 
 def _states(app) -> dict[str, dict[str, int]]:
     db = store.connect(app.config["RUMBLE"]["DB"])
-    rows = db.execute("SELECT uploader, state, count(*) FROM battles GROUP BY uploader, state").fetchall()
+    rows = db.execute(
+        "SELECT u.name, state, count(*) FROM battles JOIN uploaders u ON u.id = uploader_id GROUP BY u.name, state"
+    ).fetchall()
     db.close()
     found: dict[str, dict[str, int]] = {}
     for uploader, state, n in rows:
