@@ -46,7 +46,8 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
     """Append ``battle`` to the log and return its id, or None if the same result is already there
     (caller holds the write transaction, so no equal result can be logged between the look and the insert)."""
     first, second = battle.first, battle.second
-    identity = (rumble_id, first_id, second_id, battle.time_ms, uploader_id(db, battle.uploader))
+    uploader = number_of(db, "uploaders", name=battle.uploader)
+    identity = (rumble_id, first_id, second_id, battle.time_ms, uploader)
     figures = (first.score, second.score, first.bullet_damage, second.bullet_damage, first.firsts, second.firsts)
     if db.execute(_SAME_RESULT, identity + figures).fetchone() is not None:
         return None
@@ -57,11 +58,11 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             rumble_id,
-            setup_id(db, battle.version, battle.client, battle.field),
+            number_of(db, "battle_setups", version=battle.version, client=battle.client, field=battle.field),
             int(battle.teams),
             int(battle.melee),
             battle.rounds,
-            identity[4],
+            uploader,
             battle.time_ms,
             first_id,
             first.score,
@@ -72,7 +73,7 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
             second.bullet_damage,
             second.firsts,
             time_ms(battle.received_at),
-            address_id(db, battle.remote_addr),
+            None if battle.remote_addr is None else number_of(db, "uploader_addresses", remote_addr=battle.remote_addr),
             battle.state,
         ),
     )
@@ -81,40 +82,23 @@ def append_battle(db: Store, rumble_id: int, first_id: int, second_id: int, batt
     return cursor.lastrowid
 
 
-def setup_id(db: Store, version: str, client: str, field: str) -> int:
-    """The number the log keeps a battle's protocol version, client version and battlefield under
-    (made on their first battle; migrations/0029_battle_setups.sql)."""
-    found = db.execute(
-        "SELECT id FROM battle_setups WHERE version = ? AND client = ? AND field = ?", (version, client, field)
-    ).fetchone()
-    if found is not None:
-        return found[0]
-    return db.execute(
-        "INSERT INTO battle_setups (version, client, field) VALUES (?, ?, ?) RETURNING id", (version, client, field)
-    ).fetchone()[0]
-
-
-def uploader_id(db: Store, name: str) -> int:
-    """The number the log keeps uploader ``name`` under (made on its first battle, inside the
-    caller's transaction; migrations/0032_uploaders_as_numbers.sql)."""
-    ids = db._cache.setdefault("uploader_ids", {})
-    found = ids.get(name)
+def number_of(db: Store, table: str, **key: str) -> int:
+    """The number (``id``) the log keeps ``key`` under in ``table``, whose UNIQUE columns ``key``
+    names: the setups (migrations/0029_battle_setups.sql), the uploaders' addresses (0028) and the
+    uploaders (0032), each made on its first battle, inside the caller's transaction. Rows of these
+    tables are never deleted, so the connection keeps the numbers it found (its cache, which a
+    rolled-back transaction or a restore clears)."""
+    known = db._cache.setdefault(table, {})
+    values = tuple(key.values())
+    found = known.get(values)
     if found is None:
-        row = db.execute("SELECT id FROM uploaders WHERE name = ?", (name,)).fetchone()
+        where = " AND ".join(f"{column} = ?" for column in key)
+        row = db.execute(f"SELECT id FROM {table} WHERE {where}", values).fetchone()
         if row is None:
-            row = db.execute("INSERT INTO uploaders (name) VALUES (?) RETURNING id", (name,)).fetchone()
-        found = ids[name] = row[0]
+            marks = ", ".join("?" * len(key))
+            row = db.execute(f"INSERT INTO {table} ({', '.join(key)}) VALUES ({marks}) RETURNING id", values).fetchone()
+        found = known[values] = row[0]
     return found
-
-
-def address_id(db: Store, remote_addr: str | None) -> int | None:
-    """The number the log keeps ``remote_addr`` under (made on its first battle); None for none."""
-    if remote_addr is None:
-        return None
-    found = db.execute("SELECT id FROM uploader_addresses WHERE remote_addr = ?", (remote_addr,)).fetchone()
-    if found is not None:
-        return found[0]
-    return db.execute("INSERT INTO uploader_addresses (remote_addr) VALUES (?)", (remote_addr,)).lastrowid
 
 
 def latest_uploader(db: Store, remote_addr: str | None, rumble_id: int, since: str) -> str | None:
