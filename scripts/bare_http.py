@@ -10,11 +10,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 
 from flask import Flask, request
 from gunicorn.app.base import BaseApplication
 
-from rumble import settings
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's rumble, even if another is installed
+
+from rumble import settings  # noqa: E402
 
 
 def bare_app() -> Flask:

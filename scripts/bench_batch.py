@@ -49,7 +49,9 @@ import networkx as nx
 import numpy as np
 from tqdm import tqdm
 
-from rumble.rankings import batch, batch_elo, borda, copeland, knnpbi, ranked_pairs, schulze
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's rumble, even if another is installed
+
+from rumble.rankings import batch, batch_elo, borda, copeland, knnpbi, ranked_pairs, schulze  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "real-rumble" / "literumble_ratings_2023-05_wadribot"

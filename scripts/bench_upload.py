@@ -52,16 +52,18 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from rumble import settings, store
-from rumble.app import prepare_database
-from rumble.ingest import apply
-from rumble.maintenance import rebuild
-from rumble.protocol.battle import Battle, Side
-from rumble.protocol.games import RumbleSettings, load_rumbles
-from rumble.protocol.upload import format_upload
-from rumble.store import battle_log, bots, tables
-from rumble.store.migrations import migration_files
-from rumble.store.rumbles import rumble_id
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's rumble, even if another is installed
+
+from rumble import settings, store  # noqa: E402
+from rumble.app import prepare_database  # noqa: E402
+from rumble.ingest import apply  # noqa: E402
+from rumble.maintenance import rebuild  # noqa: E402
+from rumble.protocol.battle import Battle, Side  # noqa: E402
+from rumble.protocol.games import RumbleSettings, load_rumbles  # noqa: E402
+from rumble.protocol.upload import format_upload  # noqa: E402
+from rumble.store import battle_log, bots, tables  # noqa: E402
+from rumble.store.migrations import migration_files  # noqa: E402
+from rumble.store.rumbles import rumble_id  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "real-rumble" / "literumble_ratings_2023-05_wadribot"

@@ -47,6 +47,8 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's rumble, even if another is installed
+
 from rumble.rankings import superiority, version_test  # noqa: E402
 from rumble.rankings.scores import Pairing, add_battle, summary, totals_of  # noqa: E402
 

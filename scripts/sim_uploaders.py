@@ -38,15 +38,19 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from rumble.rankings import uploader_consistency as uc
-from rumble.rankings.uploader_consistency import ALPHA, MIN_BATTLES, POOL, Settled, Share, Verdict, settle
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's rumble, even if another is installed
+
+from rumble.rankings import uploader_consistency as uc  # noqa: E402
+from rumble.rankings.uploader_consistency import ALPHA, MIN_BATTLES, POOL, Settled, Share, Verdict, settle  # noqa: E402
 
 BOTS = 24
 HONEST = ("honest1", "honest2", "honest3", "honest4")
