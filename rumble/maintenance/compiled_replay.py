@@ -1,7 +1,7 @@
 """A 1v1 rumble's battles replayed in compiled code: each battle's pairings, then both bots' ratings.
 
 ``replay_battles`` does for a run of logged battles what the upload path does for one
-(``ingest.apply_battle``: ``scores.score_battle``, then ``ingest.rate``), with the same formulas:
+(``ingest.apply.apply_battle``: ``scores.score_battle``, then ``ingest.apply.rate``), with the same formulas:
 ``scores.battle_percent``, ``survival_percent`` and ``running_means`` (compiled here without
 fast-math, so the same IEEE operations as in Python), and the rating step
 ``all_pairings.step``, the very compiled function the upload path calls, exponentials included.

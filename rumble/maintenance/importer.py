@@ -1,7 +1,7 @@
 """``rumble import``: a battle log file (CSV or JSONL, the columns of ``rumble export``) into the log.
 
 Each row is checked with the upload path's own parser and rumble-settings check, and applied with
-``ingest.apply_battle``; the client-version and 24-hour checks of live uploads do not apply to
+``ingest.apply.apply_battle``; the client-version and 24-hour checks of live uploads do not apply to
 history. The file is checked whole before anything is written, and written in one transaction.
 """
 

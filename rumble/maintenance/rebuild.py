@@ -5,7 +5,7 @@ exact integers, so they equal the ones the upload path kept, whatever the order 
 
 The log's battles and the participant events (retirements, restorations) are replayed in the
 order they happened, through the same pure functions as the upload path: ``scores.score_battle``
-for the pairings, ``ingest.rate`` (``online.rate_battle``) for the ratings, and the exact
+for the pairings, ``ingest.apply.rate`` (``online.rate_battle``) for the ratings, and the exact
 ``scores`` totals for the summaries. In a melee rumble the pairs only record their pairings, and
 ``melee.Replay`` reassembles the whole battles and rates each once as it closes (with the recorded
 sweeps in place), as the upload path does. Each rating depends on who was active and on every pairing

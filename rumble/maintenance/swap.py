@@ -8,7 +8,7 @@ the same log through the same code (``rebuild.advance``; a 1v1 rumble's in compi
 
 1. *Aside.* In a read snapshot (WAL: uploads go on committing), the log up to its newest battle is
    replayed in memory. Melee battles are reassembled into TEMP copies of the melee tables on this
-   connection (``store.melee.make_shadow``), which also need no write lock.
+   connection (``store.melee_battles.make_shadow``), which also need no write lock.
 2. *Catch up.* In a fresh snapshot the battles and retirements that arrived meanwhile are replayed
    the same way, a few rounds until few are left. The first catch-up also compares the replay with
    the live tables of its snapshot (``Base``): which pairings differ, and every bot's totals.
