@@ -6,9 +6,9 @@
    the battles go into the log through ``rumble.store.battle_log.append_battle`` and the pairings and
    summaries are computed by ``rumble.maintenance.rebuild.rebuild_rumble``, in one transaction.
 2. Runs each scenario twice, one after the other, with the same load: first against the bare HTTP
-   stack (scripts/bare_http.py: the worker class, worker count and threads of `rumble serve`, a
-   Flask app answering OK), then against the real server (``python -m rumble serve``) on a copy of
-   that database. Scenarios:
+   stack (scripts/bare_http.py: stock gunicorn with `rumble serve`'s worker class, or with
+   --bare-worker-class sync its default one, and its worker count, a Flask app answering OK),
+   then against the real server (``python -m rumble serve``) on a copy of that database. Scenarios:
    - ``ladder``: random pairs of the complete ladder;
    - ``living``: the same, plus --newcomers new bots entering one by one during the measured
      window, each then in NEWCOMER_SHARE of the uploads (so the rumble has missing pairings to
@@ -363,9 +363,10 @@ def start_server(
     return wait_until_serving(server, port, log, stop_server)
 
 
-def start_bare(port: int, workers: int, log: Path) -> subprocess.Popen:
-    """The bare HTTP stack (scripts/bare_http.py), once it answers ``GET /``."""
+def start_bare(port: int, workers: int, log: Path, worker_class: str = "gevent") -> subprocess.Popen:
+    """The bare HTTP stack (scripts/bare_http.py) with gunicorn's ``worker_class``, once it answers ``GET /``."""
     command = [sys.executable, str(BARE_SCRIPT), "--port", str(port), "--workers", str(workers)]
+    command += ["--worker-class", worker_class]
     with log.open("wb") as out:
         server = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     return wait_until_serving(server, port, log, stop_server)
@@ -805,6 +806,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--newcomers", type=at_least(0), default=10, help="new bots entering during a living or melee run"
     )
     parser.add_argument(
+        "--bare-worker-class",
+        choices=("gevent", "sync"),
+        default="gevent",
+        help="the bare stack's gunicorn worker class: gevent (rumble serve's) or sync (gunicorn's default)",
+    )
+    parser.add_argument(
         "--melee-bots", type=at_least(MELEE_FIELD), default=100, help="ladder bots that fight in the melee scenario"
     )
     parser.add_argument(
@@ -901,8 +908,11 @@ def run_scenario(scenario: str, cached: Path, ladder: Ladder, rumbles: dict, arg
 
 def bare_run(ladder: Ladder, rumble: RumbleSettings, args) -> Run:
     """One run of the load against the bare HTTP stack."""
+    bare = partial(start_bare, worker_class=args.bare_worker_class)
     # its workers and its master
-    results, cpu, waited = measure(start_bare, "bare", ladder, rumble, args, processes=args.workers + 1)
+    results, cpu, waited = measure(
+        bare, f"bare-{args.bare_worker_class}", ladder, rumble, args, processes=args.workers + 1
+    )
     rate, p99, errors = load_report(results, args)
     return Run(rate, p99, cpu_report(cpu, results, args, waited), not errors)
 

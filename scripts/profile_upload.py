@@ -7,6 +7,8 @@ answer), in the living scenario of bench_upload.py (random ladder pairs; --newco
 entering evenly during the run, each then in 10 % of the uploads) or the melee one. Prints the
 functions with the most cumulative and the most own time, and writes the raw profile (--out) for
 ``python -m pstats``. gunicorn's own overhead is not in it (bench_upload.py's bare run measures that).
+``--group N`` profiles the writer process's work instead; ``--worker`` times a worker's own part
+beside the bare stack's Flask app.
 
 Run with the project's venv: ``.venv/bin/python scripts/profile_upload.py --help``.
 """
@@ -16,11 +18,14 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import pickle
 import pstats
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
+from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 
 import numpy as np
@@ -33,9 +38,10 @@ from rumble.app import create_app  # noqa: E402
 from rumble.clock import Clock  # noqa: E402
 from rumble.ingest import decide, fields  # noqa: E402
 from rumble.protocol.games import load_rumbles  # noqa: E402
-from rumble.protocol.replies import Kind  # noqa: E402
+from rumble.protocol.replies import Kind, UploadOutcome  # noqa: E402
 from rumble.protocol.upload import format_upload, parse_upload  # noqa: E402
 from rumble.server import single_writer  # noqa: E402
+from rumble.server.serving import Deadlines  # noqa: E402
 from rumble.store.group_commit import Work, apply_group  # noqa: E402
 
 
@@ -79,6 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--group", type=int, default=0, help="profile the writer process's work instead: transactions of N uploads"
     )
+    parser.add_argument(
+        "--worker",
+        action="store_true",
+        help="time a worker's own part instead (no profiler): the app as rumble serve wraps it, the writer "
+        "replaced by one that only pickles the work and answers, beside the bare stack's Flask app",
+    )
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/rumble-bench"), help="bench_upload.py's cache")
     args = parser.parse_args(argv)
     upload_args = bench_upload.parse_args(["--workdir", str(args.workdir)])
@@ -89,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     bench_upload.remove_database(copy)
     shutil.copyfile(cached, copy)
     try:
+        if args.worker:
+            return worker_times(copy, bodies(ladder, rumbles, args))
         if args.group > 0:
             profile, spent, count = writer_profile(copy, bodies(ladder, rumbles, args), rumbles, args.group)
             return report(profile, spent, count, args)
@@ -136,6 +150,79 @@ def writer_profile(db_path: Path, sent: list[bytes], rumbles: dict, group: int) 
     spent = time.perf_counter() - began
     db.close()
     return profile, spent, len(works)
+
+
+def _started(statuses: list[str], status: str, headers: list, exc_info: object = None) -> None:
+    """A WSGI ``start_response`` that keeps the status."""
+    statuses.append(status)
+
+
+class _Answering:
+    """In place of the writer process: the work pickled and read back, as the hand-off does, and
+    answered accepted without storing it."""
+
+    def run(self, db: store.Store, apply: partial, prepare: partial) -> UploadOutcome:
+        pickle.loads(ForkingPickler.dumps(prepare))
+        battle = pickle.loads(ForkingPickler.dumps(apply)).args[0]
+        outcome = UploadOutcome(Kind.ACCEPTED, battle.game, battle.first.name, battle.second.name, (1, 1))
+        return pickle.loads(pickle.dumps((True, outcome)))[1]
+
+
+def worker_times(db_path: Path, sent: list[bytes]) -> int:
+    """CPU an upload of a worker's own part, each WSGI callable called directly (no HTTP, no hand-off's
+    sockets): rumble's app with and without rumble serve's deadline middleware, with and without
+    pickling the work; the bare stack's Flask app (scripts/bare_http.py) for comparison."""
+    import bare_http
+
+    config = settings.load()
+    app = create_app({"DB": str(db_path), "BATCH_INTERVAL_MINUTES": 0})
+    stored = app.extensions.pop("rumble.writer", None)  # (a test app has none)
+    assert stored is None
+
+    class Instant(_Answering):
+        def run(self, db: store.Store, apply: partial, prepare: partial) -> UploadOutcome:
+            battle = apply.args[0]
+            return UploadOutcome(Kind.ACCEPTED, battle.game, battle.first.name, battle.second.name, (1, 1))
+
+    def timed(wsgi: Callable, writer: object | None) -> float:
+        app.extensions["rumble.writer"] = writer
+        for _ in range(2):  # the first round warms the caches up
+            began = time.process_time()
+            for body in sent:
+                environ = {
+                    "REQUEST_METHOD": "POST",
+                    "PATH_INFO": "/UploadedResults",
+                    "SERVER_NAME": "127.0.0.1",
+                    "SERVER_PORT": "80",
+                    "SERVER_PROTOCOL": "HTTP/1.1",
+                    "wsgi.url_scheme": "http",
+                    "wsgi.input": io.BytesIO(body),
+                    "wsgi.errors": sys.stderr,
+                    "CONTENT_TYPE": "application/x-www-form-urlencoded",
+                    "CONTENT_LENGTH": str(len(body)),
+                    "REMOTE_ADDR": "127.0.0.1",
+                }
+                statuses: list[str] = []
+                answer = wsgi(environ, partial(_started, statuses))
+                text = b"".join(answer)
+                getattr(answer, "close", lambda: None)()
+                accepted = text == b"OK\n" or b"\nOK. " in text  # the bare app's, or rumble's accepted line
+                if statuses != ["200 OK"] or not accepted:
+                    raise RuntimeError(f"not answered as accepted: {statuses} {text!r}")
+            spent = time.process_time() - began
+        return 1e6 * spent / len(sent)
+
+    deadlines = Deadlines(app, config["READ_TIMEOUT_SECONDS"], config["SEND_TIMEOUT_SECONDS"])
+    rows = [
+        ("the bare stack's Flask app", timed(bare_http.bare_app(), None)),
+        ("rumble's app, the writer answering at once", timed(app, Instant())),
+        ("... and the work pickled and read back", timed(app, _Answering())),
+        ("... and rumble serve's deadline middleware", timed(deadlines, _Answering())),
+    ]
+    print(f"{len(sent)} uploads, each WSGI callable called directly; CPU an upload:")
+    for what, micros in rows:
+        print(f"  {micros:7.1f} µs  {what}")
+    return 0
 
 
 def report(profile: cProfile.Profile, spent: float, count: int, args: argparse.Namespace) -> int:
